@@ -1,0 +1,238 @@
+//! The Agent Card (spec §8, digest §3.10) in its 1.0 form, and the merged form that also
+//! carries the 0.3 fields so one document serves both client generations.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// One way to reach the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInterface {
+    pub url: String,
+    pub protocol_binding: String,
+    pub protocol_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProvider {
+    pub url: String,
+    pub organization: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentExtension {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "crate::model::is_false")]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notifications: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<AgentExtension>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+}
+
+/// A 1.0 security scheme: exactly one member set, as the proto oneof requires.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SecurityScheme {
+    ApiKeySecurityScheme {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        location: String,
+        name: String,
+    },
+    HttpAuthSecurityScheme {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        scheme: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", rename = "bearerFormat")]
+        bearer_format: Option<String>,
+    },
+}
+
+impl SecurityScheme {
+    /// The OpenAPI-style 0.3 form of the same scheme.
+    pub fn to_v03(&self) -> Value {
+        match self {
+            Self::ApiKeySecurityScheme { description, location, name } => {
+                let mut v = json!({"type": "apiKey", "in": location, "name": name});
+                if let Some(d) = description {
+                    v["description"] = json!(d);
+                }
+                v
+            }
+            Self::HttpAuthSecurityScheme { description, scheme, bearer_format } => {
+                let mut v = json!({"type": "http", "scheme": scheme});
+                if let Some(d) = description {
+                    v["description"] = json!(d);
+                }
+                if let Some(f) = bearer_format {
+                    v["bearerFormat"] = json!(f);
+                }
+                v
+            }
+        }
+    }
+}
+
+/// The 1.0 Agent Card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    pub name: String,
+    pub description: String,
+    pub supported_interfaces: Vec<AgentInterface>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+    pub capabilities: AgentCapabilities,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Each entry is an alternative (OR); each maps scheme names to scopes (AND).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "ser_requirements")]
+    pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
+    pub default_input_modes: Vec<String>,
+    pub default_output_modes: Vec<String>,
+    pub skills: Vec<AgentSkill>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_url: Option<String>,
+}
+
+fn ser_requirements<S: serde::Serializer>(
+    reqs: &[BTreeMap<String, Vec<String>>],
+    ser: S,
+) -> Result<S::Ok, S::Error> {
+    let wire: Vec<Value> = reqs
+        .iter()
+        .map(|req| {
+            let schemes: Map<String, Value> = req
+                .iter()
+                .map(|(name, scopes)| {
+                    let list = if scopes.is_empty() { json!({}) } else { json!({"list": scopes}) };
+                    (name.clone(), list)
+                })
+                .collect();
+            json!({"schemes": schemes})
+        })
+        .collect();
+    wire.serialize(ser)
+}
+
+impl AgentCard {
+    /// The card as one JSON document for both generations: every 1.0 field, plus the 0.3
+    /// fields derived from the first 0.3 interface (the merged card of digest §3.10).
+    pub fn to_merged_json(&self) -> Value {
+        let mut card = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
+        let Value::Object(obj) = &mut card else {
+            return card;
+        };
+        let v03: Vec<&AgentInterface> = self
+            .supported_interfaces
+            .iter()
+            .filter(|i| i.protocol_version.starts_with("0.3"))
+            .collect();
+        if let Some(first) = v03.first() {
+            obj.insert("protocolVersion".into(), json!("0.3.0"));
+            obj.insert("url".into(), json!(first.url));
+            obj.insert("preferredTransport".into(), json!(first.protocol_binding));
+            let additional: Vec<Value> = v03
+                .iter()
+                .map(|i| json!({"url": i.url, "transport": i.protocol_binding}))
+                .collect();
+            obj.insert("additionalInterfaces".into(), Value::Array(additional));
+        }
+        obj.insert(
+            "supportsAuthenticatedExtendedCard".into(),
+            json!(self.capabilities.extended_agent_card.unwrap_or(false)),
+        );
+        if !self.security_requirements.is_empty() {
+            let security: Vec<Value> = self
+                .security_requirements
+                .iter()
+                .map(|req| json!(req))
+                .collect();
+            obj.insert("security".into(), Value::Array(security));
+        }
+        if let Some(Value::Object(schemes)) = obj.get_mut("securitySchemes") {
+            for (name, scheme) in &self.security_schemes {
+                if let (Some(Value::Object(wire)), Value::Object(v03)) =
+                    (schemes.get_mut(name), scheme.to_v03())
+                {
+                    wire.extend(v03);
+                }
+            }
+        }
+        card
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_card_has_both_generations() {
+        let card = AgentCard {
+            name: "echo".into(),
+            description: "d".into(),
+            supported_interfaces: vec![
+                AgentInterface { url: "http://h/a2a".into(), protocol_binding: "JSONRPC".into(), protocol_version: "1.0".into(), tenant: None },
+                AgentInterface { url: "http://h/a2a".into(), protocol_binding: "JSONRPC".into(), protocol_version: "0.3".into(), tenant: None },
+                AgentInterface { url: "http://h".into(), protocol_binding: "HTTP+JSON".into(), protocol_version: "0.3".into(), tenant: None },
+            ],
+            provider: None,
+            version: "1".into(),
+            documentation_url: None,
+            capabilities: AgentCapabilities { streaming: Some(true), ..Default::default() },
+            security_schemes: BTreeMap::from([("bearer".into(), SecurityScheme::HttpAuthSecurityScheme { description: None, scheme: "Bearer".into(), bearer_format: None })]),
+            security_requirements: vec![BTreeMap::from([("bearer".into(), vec![])])],
+            default_input_modes: vec!["text/plain".into()],
+            default_output_modes: vec!["text/plain".into()],
+            skills: vec![],
+            icon_url: None,
+        };
+        let v = card.to_merged_json();
+        assert_eq!(v["url"], "http://h/a2a");
+        assert_eq!(v["preferredTransport"], "JSONRPC");
+        assert_eq!(v["additionalInterfaces"][1]["transport"], "HTTP+JSON");
+        assert_eq!(v["securityRequirements"][0], json!({"schemes": {"bearer": {}}}));
+        assert_eq!(v["security"][0], json!({"bearer": []}));
+        assert_eq!(v["securitySchemes"]["bearer"]["type"], "http");
+        assert_eq!(v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
+    }
+}

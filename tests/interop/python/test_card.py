@@ -1,0 +1,40 @@
+"""Agent card discovery, as the official Python client sees it."""
+
+import pytest
+
+from interop import SWITCHBOARD_URL, agent_base, fetch_card
+
+
+def _interfaces(card):
+    return {
+        (i.protocol_binding, i.protocol_version.split('.')[0] + '.' + i.protocol_version.split('.')[1], i.url)
+        for i in card.supported_interfaces
+    }
+
+
+@pytest.mark.parametrize('agent', ['echo', 'consolidate'])
+async def test_agent_card_lists_both_versions(http, agent):
+    base = agent_base(agent)
+    card = await fetch_card(http, base)
+    assert card.name == agent
+    assert card.capabilities.streaming is True
+    assert card.capabilities.push_notifications is True
+    ifaces = _interfaces(card)
+    assert ('JSONRPC', '1.0', base + 'a2a') in ifaces
+    assert ('HTTP+JSON', '1.0', base.rstrip('/')) in ifaces
+    assert ('JSONRPC', '0.3', base + 'a2a') in ifaces
+    assert any(b == 'HTTP+JSON' and v == '0.3' for b, v, _ in ifaces)
+
+
+async def test_root_card_is_echo(http):
+    card = await fetch_card(http, SWITCHBOARD_URL + '/')
+    assert card.name == 'echo'
+    urls = {i.url for i in card.supported_interfaces}
+    assert agent_base('echo') + 'a2a' in urls
+
+
+async def test_card_request_is_a_plain_get(http, wire):
+    await fetch_card(http, agent_base('echo'))
+    req = wire.last(lambda r: r['url'].endswith('/.well-known/agent-card.json'))
+    assert req['method'] == 'GET'
+    assert req['url'] == agent_base('echo') + '.well-known/agent-card.json'
