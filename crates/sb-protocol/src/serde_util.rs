@@ -68,19 +68,6 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("\"{text}\" is not an RFC 3339 timestamp: {e}"))
 }
 
-pub(crate) mod timestamp {
-    use super::*;
-
-    pub(crate) fn serialize<S: Serializer>(ts: &DateTime<Utc>, ser: S) -> Result<S::Ok, S::Error> {
-        ser.serialize_str(&format_timestamp(ts))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<DateTime<Utc>, D::Error> {
-        let text = String::deserialize(de)?;
-        parse_timestamp(&text).map_err(D::Error::custom)
-    }
-}
-
 pub(crate) mod opt_timestamp {
     use super::*;
 

@@ -1,0 +1,77 @@
+//! The in-process event bus: one broadcast channel per watched task, created on the first
+//! subscription and dropped when nobody watches any more (the mini-redis `db.rs` model).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+
+use crate::record::StoredEvent;
+use crate::traits::EventBus;
+
+/// How many events a slow subscriber may fall behind before it must refill from the log.
+const CHANNEL_CAPACITY: usize = 256;
+
+#[derive(Debug, Default)]
+pub struct LocalBus {
+    channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+}
+
+impl LocalBus {
+    pub fn new() -> LocalBus {
+        LocalBus::default()
+    }
+
+    /// Number of tasks currently watched.
+    pub fn watched(&self) -> usize {
+        self.channels.lock().len()
+    }
+}
+
+impl EventBus for LocalBus {
+    fn publish(&self, event: &StoredEvent) {
+        let mut channels = self.channels.lock();
+        let Some(sender) = channels.get(&event.task_id) else {
+            return;
+        };
+        if sender.send(event.clone()).is_err() {
+            // Every receiver is gone: forget the channel so idle tasks cost nothing.
+            channels.remove(&event.task_id);
+        }
+    }
+
+    fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StoredEvent> {
+        let mut channels = self.channels.lock();
+        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels
+            .entry(task_id.to_owned())
+            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sb_protocol::{Message, StreamResponse};
+
+    fn event(task: &str, seq: u64) -> StoredEvent {
+        StoredEvent { task_id: task.into(), seq, event: StreamResponse::Message(Message::agent_text("x")) }
+    }
+
+    #[tokio::test]
+    async fn delivers_to_watchers_of_that_task_only() {
+        let bus = LocalBus::new();
+        let mut a = bus.subscribe("a");
+        let mut b = bus.subscribe("b");
+        bus.publish(&event("a", 1));
+        assert_eq!(a.recv().await.unwrap().seq, 1);
+        assert!(b.try_recv().is_err());
+        drop(a);
+        drop(b);
+        bus.publish(&event("a", 2));
+        assert_eq!(bus.watched(), 1, "b's channel stays until the next subscribe sweeps it");
+        let _c = bus.subscribe("c");
+        assert_eq!(bus.watched(), 1);
+    }
+}

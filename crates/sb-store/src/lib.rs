@@ -1,0 +1,27 @@
+//! Storage for Switchboard: the task store (records, per-task event logs, push configs)
+//! and the live event bus, as traits with interchangeable backends.
+//!
+//! # Layout
+//! - [`record`]: what is stored: task records, sequenced events, push configs, queries.
+//! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`].
+//! - [`memory`]: an in-memory backend for tests.
+//! - [`redb_store`]: the embedded durable backend (one file, group commit).
+//! - [`bus`]: the in-process event bus (one broadcast channel per watched task).
+//! - [`suite`]: the conformance tests every backend runs.
+//!
+//! Every write is a compare-and-set on the task's sequence number, so the state machine
+//! above it (sb-tasks) can check and write in one step whatever the backend.
+
+pub mod bus;
+pub mod memory;
+pub mod record;
+pub mod redb_store;
+#[doc(hidden)]
+pub mod suite;
+pub mod traits;
+
+pub use bus::LocalBus;
+pub use memory::MemoryStore;
+pub use record::*;
+pub use redb_store::RedbStore;
+pub use traits::*;

@@ -1,0 +1,104 @@
+//! In-memory backend for tests: the same contract as the durable ones.
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use crate::record::*;
+use crate::traits::*;
+
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    // A plain mutex is right here: no lock is held across an await.
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tasks: HashMap<String, TaskRecord>,
+    events: HashMap<String, Vec<StoredEvent>>,
+    push: BTreeMap<(String, String), PushConfigRecord>,
+}
+
+impl MemoryStore {
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        Ok(self.state.lock().tasks.get(task_id).cloned())
+    }
+
+    async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {
+        let mut state = self.state.lock();
+        let task_id = commit.record.task.id.clone();
+        let current_seq = state.tasks.get(&task_id).map_or(0, |r| r.seq);
+        if current_seq != commit.expected_seq {
+            return Err(StoreError::Conflict { task_id, current_seq });
+        }
+        state.events.entry(task_id.clone()).or_default().extend(commit.events);
+        state.tasks.insert(task_id, commit.record);
+        Ok(())
+    }
+
+    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> StoreResult<Vec<StoredEvent>> {
+        let state = self.state.lock();
+        let Some(events) = state.events.get(task_id) else {
+            return Ok(Vec::new());
+        };
+        Ok(events.iter().filter(|e| e.seq > after).take(limit).cloned().collect())
+    }
+
+    async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
+        let matching: Vec<TaskRecord> = self
+            .state
+            .lock()
+            .tasks
+            .values()
+            .filter(|r| query.matches(r))
+            .cloned()
+            .collect();
+        Ok(query.paginate(matching))
+    }
+
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+        let state = self.state.lock();
+        Ok(state.tasks.values().filter(|r| !r.state().is_terminal()).cloned().collect())
+    }
+}
+
+#[async_trait]
+impl PushConfigStore for MemoryStore {
+    async fn put_push_config(&self, record: PushConfigRecord) -> StoreResult<()> {
+        let key = (record.config.task_id.clone(), record.config.id.clone().unwrap_or_default());
+        self.state.lock().push.insert(key, record);
+        Ok(())
+    }
+
+    async fn get_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<Option<PushConfigRecord>> {
+        Ok(self.state.lock().push.get(&(task_id.to_owned(), config_id.to_owned())).cloned())
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
+        let state = self.state.lock();
+        Ok(state
+            .push
+            .range((task_id.to_owned(), String::new())..)
+            .take_while(|((t, _), _)| t == task_id)
+            .map(|(_, r)| r.clone())
+            .collect())
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool> {
+        Ok(self.state.lock().push.remove(&(task_id.to_owned(), config_id.to_owned())).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    crate::store_test_suite!(crate::MemoryStore, async { crate::MemoryStore::new() });
+}

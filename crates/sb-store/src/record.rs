@@ -1,0 +1,142 @@
+//! The stored shapes.
+
+use chrono::{DateTime, Utc};
+use sb_protocol::{StreamResponse, Task, TaskPushNotificationConfig, TaskState, Version};
+use serde::{Deserialize, Serialize};
+
+/// A task as stored: the authoritative task plus what the services need around it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub task: Task,
+    /// Sequence number of the task's latest event; 1 is the creation event. Every write
+    /// is conditional on it, which is what makes transitions atomic.
+    pub seq: u64,
+    /// The hosted agent the task belongs to; other agents' endpoints cannot see it.
+    pub agent: String,
+    /// The principal that created the task ("" when auth is off).
+    pub owner: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl TaskRecord {
+    pub fn state(&self) -> TaskState {
+        self.task.status.state
+    }
+
+    /// The timestamp ListTasks sorts and filters by.
+    pub fn status_time(&self) -> DateTime<Utc> {
+        self.task.status.timestamp.unwrap_or(self.created_at)
+    }
+}
+
+/// One event of a task's log, with its per-task sequence number.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    pub task_id: String,
+    pub seq: u64,
+    pub event: StreamResponse,
+}
+
+/// A conditional write: applies only if the stored task is still at `expected_seq`
+/// (0 = the task must not exist yet).
+#[derive(Clone, Debug)]
+pub struct TaskCommit {
+    pub expected_seq: u64,
+    pub record: TaskRecord,
+    pub events: Vec<StoredEvent>,
+}
+
+/// A push-notification config as stored, with the protocol version it was registered
+/// with, so deliveries can use the body that registrant understands (digest §7.3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PushConfigRecord {
+    pub config: TaskPushNotificationConfig,
+    pub version: StoredVersion,
+    pub owner: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Serializable mirror of [`Version`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoredVersion {
+    V0_3,
+    V1_0,
+}
+
+impl From<Version> for StoredVersion {
+    fn from(v: Version) -> Self {
+        match v {
+            Version::V0_3 => Self::V0_3,
+            Version::V1_0 => Self::V1_0,
+        }
+    }
+}
+
+impl From<StoredVersion> for Version {
+    fn from(v: StoredVersion) -> Self {
+        match v {
+            StoredVersion::V0_3 => Self::V0_3,
+            StoredVersion::V1_0 => Self::V1_0,
+        }
+    }
+}
+
+/// Where a listing resumes: after the task with this status time and id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCursor {
+    pub ts_millis: i64,
+    pub id: String,
+}
+
+/// A ListTasks query, already scoped to one agent and one principal.
+#[derive(Clone, Debug, Default)]
+pub struct TaskQuery {
+    pub agent: String,
+    pub owner: String,
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    pub status_after: Option<DateTime<Utc>>,
+    pub after: Option<ListCursor>,
+    pub limit: usize,
+}
+
+/// One page of tasks, newest status first.
+#[derive(Clone, Debug, Default)]
+pub struct TaskPage {
+    pub records: Vec<TaskRecord>,
+    /// Matches before paging.
+    pub total: usize,
+    pub next: Option<ListCursor>,
+}
+
+impl TaskQuery {
+    pub fn matches(&self, rec: &TaskRecord) -> bool {
+        rec.agent == self.agent
+            && rec.owner == self.owner
+            && self.context_id.as_ref().is_none_or(|c| *c == rec.task.context_id)
+            && self.state.is_none_or(|s| s == rec.state())
+            && self.status_after.is_none_or(|t| rec.status_time() >= t)
+    }
+
+    /// Sorts matching records newest first and cuts the page (shared by the backends
+    /// that filter in memory).
+    pub fn paginate(&self, mut matching: Vec<TaskRecord>) -> TaskPage {
+        let key = |r: &TaskRecord| (std::cmp::Reverse(r.status_time().timestamp_millis()), r.task.id.clone());
+        matching.sort_by_key(key);
+        let total = matching.len();
+        let start = match &self.after {
+            None => 0,
+            Some(cursor) => {
+                let after = (std::cmp::Reverse(cursor.ts_millis), cursor.id.clone());
+                matching.partition_point(|r| key(r) <= after)
+            }
+        };
+        let end = (start + self.limit.max(1)).min(total);
+        let records: Vec<TaskRecord> = matching.drain(start..end).collect();
+        let next = (end < total)
+            .then(|| records.last())
+            .flatten()
+            .map(|last| ListCursor { ts_millis: last.status_time().timestamp_millis(), id: last.task.id.clone() });
+        TaskPage { records, total, next }
+    }
+}

@@ -1,0 +1,58 @@
+//! The storage seams. Services hold `Arc<dyn …>` and never see a backend type.
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use crate::record::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The task moved on since it was read (or already exists, for a create).
+    #[error("task {task_id} changed concurrently (now at seq {current_seq})")]
+    Conflict { task_id: String, current_seq: u64 },
+    #[error("storage failure: {0}")]
+    Backend(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl StoreError {
+    pub fn backend(err: impl std::fmt::Display) -> StoreError {
+        StoreError::Backend(err.to_string())
+    }
+}
+
+#[async_trait]
+pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
+    async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>>;
+
+    /// Writes the record and appends its events, if and only if the stored task is
+    /// still at `commit.expected_seq`; otherwise fails with [`StoreError::Conflict`].
+    async fn commit(&self, commit: TaskCommit) -> StoreResult<()>;
+
+    /// Events with `seq > after`, in order, at most `limit`.
+    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> StoreResult<Vec<StoredEvent>>;
+
+    async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage>;
+
+    /// Every task not in a terminal state (used to recover after a restart).
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>>;
+}
+
+#[async_trait]
+pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Inserts or replaces the config with the same task id and config id.
+    async fn put_push_config(&self, record: PushConfigRecord) -> StoreResult<()>;
+    async fn get_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<Option<PushConfigRecord>>;
+    /// All configs of a task, ordered by config id.
+    async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>>;
+    /// Returns whether a config was removed.
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool>;
+}
+
+/// Live delivery of committed events to whoever watches a task. Subscribers must treat
+/// it as a wake-up with a payload, not as the order: gaps are filled from the event log.
+pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
+    fn publish(&self, event: &StoredEvent);
+    fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StoredEvent>;
+}
