@@ -1,0 +1,20 @@
+//! The task-state service: creates tasks, applies agent updates, resumes and cancels
+//! them, always through the one state machine in [`lifecycle`].
+//!
+//! # Layout
+//! - [`lifecycle`]: the pure transition function (legal moves, history, artifact merge).
+//! - [`service`]: the [`TaskService`] trait the gateway and agents call, and
+//!   [`LocalTaskService`], which runs it over a [`sb_store::TaskStore`] with
+//!   compare-and-set retries and publishes each committed event on the bus.
+//! - [`cursor`]: opaque ListTasks page tokens.
+//!
+//! Every mutation is read → transition → conditional write on the task's sequence
+//! number; a lost race re-reads and re-checks, so a cancel racing a completion can never
+//! overwrite a terminal state.
+
+pub mod cursor;
+pub mod lifecycle;
+pub mod service;
+
+pub use lifecycle::TaskUpdate;
+pub use service::*;

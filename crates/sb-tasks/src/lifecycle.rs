@@ -1,0 +1,203 @@
+//! The task state machine (digest §4.2), as a pure function over a task record.
+
+use chrono::{DateTime, Utc};
+use sb_protocol::*;
+use sb_store::{StoredEvent, TaskRecord};
+
+/// A change an agent (or the service itself) makes to a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskUpdate {
+    /// Move to `state`, with an optional status message (progress, question, reason).
+    Status { state: TaskState, message: Option<Message> },
+    /// Add an artifact, or extend one (`append`) with more parts.
+    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    /// A user message for a task that waits for input: it joins the history and the task
+    /// goes back to working.
+    Resume { message: Message },
+}
+
+/// Whether a task may move from `from` to `to`.
+pub fn transition_allowed(from: TaskState, to: TaskState) -> bool {
+    use TaskState::*;
+    if from.is_terminal() || matches!(to, Unspecified | Submitted) {
+        return false;
+    }
+    match from {
+        Submitted | Working => true,
+        InputRequired | AuthRequired => matches!(to, Working | Canceled | Failed | Rejected | Completed),
+        _ => false,
+    }
+}
+
+/// Applies `update` to a copy of `record`, returning the new record (with `seq` advanced)
+/// and the event it produced; errors leave nothing changed.
+pub fn apply(record: &TaskRecord, update: TaskUpdate, now: DateTime<Utc>) -> Result<(TaskRecord, StoredEvent), A2AError> {
+    let mut next = record.clone();
+    let task_id = record.task.id.clone();
+    let context_id = record.task.context_id.clone();
+    let from = record.state();
+    let event = match update {
+        TaskUpdate::Status { state, message } => {
+            if !transition_allowed(from, state) {
+                return Err(illegal(&task_id, from, state));
+            }
+            let message = message.map(|m| stamp(m, &task_id, &context_id));
+            set_status(&mut next.task, state, message, now);
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: next.task.status.clone(),
+                metadata: None,
+            })
+        }
+        TaskUpdate::Resume { message } => {
+            if !from.is_interrupted() {
+                return Err(illegal(&task_id, from, TaskState::Working));
+            }
+            let message = stamp(message, &task_id, &context_id);
+            set_status(&mut next.task, TaskState::Working, None, now);
+            next.task.history.push(message);
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: next.task.status.clone(),
+                metadata: None,
+            })
+        }
+        TaskUpdate::Artifact { artifact, append, last_chunk } => {
+            if from.is_terminal() {
+                return Err(A2AError::new(
+                    ErrorKind::InvalidAgentResponse,
+                    format!("task {task_id} is {}; artifacts can no longer change", from.as_v03_str()),
+                )
+                .with_task(&task_id));
+            }
+            if artifact.artifact_id.is_empty() || artifact.parts.is_empty() {
+                return Err(A2AError::new(
+                    ErrorKind::InvalidAgentResponse,
+                    "an artifact needs an artifactId and at least one part",
+                )
+                .with_task(&task_id));
+            }
+            merge_artifact(&mut next.task.artifacts, artifact.clone(), append);
+            StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id,
+                context_id,
+                artifact,
+                append,
+                last_chunk,
+                metadata: None,
+            })
+        }
+    };
+    next.seq = record.seq + 1;
+    let event = StoredEvent { task_id: next.task.id.clone(), seq: next.seq, event };
+    Ok((next, event))
+}
+
+fn illegal(task_id: &str, from: TaskState, to: TaskState) -> A2AError {
+    let kind = if from.is_terminal() { ErrorKind::UnsupportedOperation } else { ErrorKind::InvalidAgentResponse };
+    A2AError::new(
+        kind,
+        format!("task {task_id} cannot move from {} to {}", from.as_v03_str(), to.as_v03_str()),
+    )
+    .with_task(task_id)
+}
+
+/// Sets the new status; the previous status message moves into the history, so the
+/// conversation keeps every agent message (the Python SDK's rule).
+fn set_status(task: &mut Task, state: TaskState, message: Option<Message>, now: DateTime<Utc>) {
+    if let Some(previous) = task.status.message.take() {
+        task.history.push(previous);
+    }
+    task.status = TaskStatus { state, message, timestamp: Some(now) };
+}
+
+/// Fills the task and context ids on a message that belongs to the task.
+pub fn stamp(mut message: Message, task_id: &str, context_id: &str) -> Message {
+    message.task_id = Some(task_id.to_owned());
+    message.context_id = Some(context_id.to_owned());
+    message
+}
+
+fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+    match artifacts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+        Some(existing) if append => {
+            existing.parts.extend(artifact.parts);
+            if let Some(meta) = artifact.metadata {
+                existing.metadata.get_or_insert_with(Default::default).extend(meta);
+            }
+            existing.extensions.extend(artifact.extensions);
+        }
+        Some(existing) => *existing = artifact,
+        None => artifacts.push(artifact),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TaskState::*;
+
+    fn record(state: TaskState) -> TaskRecord {
+        let task = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus { state, message: Some(Message::agent_text("progress")), timestamp: None },
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        };
+        TaskRecord { task, seq: 3, agent: "a".into(), owner: String::new(), created_at: Utc::now() }
+    }
+
+    #[test]
+    fn terminal_states_are_final() {
+        for from in [Completed, Failed, Canceled, Rejected] {
+            for to in TaskState::ALL {
+                assert!(!transition_allowed(from, to), "{from:?} -> {to:?}");
+            }
+        }
+        assert!(transition_allowed(Submitted, Completed));
+        assert!(transition_allowed(Working, Working));
+        assert!(transition_allowed(InputRequired, Canceled));
+        assert!(!transition_allowed(InputRequired, AuthRequired));
+        assert!(!transition_allowed(Working, Submitted));
+    }
+
+    #[test]
+    fn status_update_advances_seq_and_keeps_history() {
+        let rec = record(Working);
+        let (next, event) = apply(&rec, TaskUpdate::Status { state: Completed, message: Some(Message::agent_text("done")) }, Utc::now()).unwrap();
+        assert_eq!(next.seq, 4);
+        assert_eq!(event.seq, 4);
+        assert_eq!(next.task.history[0].text(), "progress");
+        let status_msg = next.task.status.message.as_ref().unwrap();
+        assert_eq!(status_msg.task_id.as_deref(), Some("t"));
+        assert_eq!(status_msg.context_id.as_deref(), Some("c"));
+        let err = apply(&next, TaskUpdate::Status { state: Working, message: None }, Utc::now()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::UnsupportedOperation);
+    }
+
+    #[test]
+    fn artifacts_append_and_replace() {
+        let rec = record(Working);
+        let art = |text: &str| Artifact { artifact_id: "a".into(), name: None, description: None, parts: vec![Part::text(text)], metadata: None, extensions: vec![] };
+        let (r1, _) = apply(&rec, TaskUpdate::Artifact { artifact: art("one"), append: false, last_chunk: false }, Utc::now()).unwrap();
+        let (r2, _) = apply(&r1, TaskUpdate::Artifact { artifact: art("two"), append: true, last_chunk: true }, Utc::now()).unwrap();
+        assert_eq!(r2.task.artifacts[0].parts.len(), 2);
+        let (r3, _) = apply(&r2, TaskUpdate::Artifact { artifact: art("all"), append: false, last_chunk: true }, Utc::now()).unwrap();
+        assert_eq!(r3.task.artifacts.len(), 1);
+        assert_eq!(r3.task.artifacts[0].parts[0].as_text(), Some("all"));
+    }
+
+    #[test]
+    fn resume_only_from_interrupted() {
+        let user = Message { role: Role::User, ..Message::agent_text("answer") };
+        assert!(apply(&record(Working), TaskUpdate::Resume { message: user.clone() }, Utc::now()).is_err());
+        let (next, _) = apply(&record(InputRequired), TaskUpdate::Resume { message: user }, Utc::now()).unwrap();
+        assert_eq!(next.state(), Working);
+        assert_eq!(next.task.history.last().unwrap().text(), "answer");
+        assert!(next.task.status.message.is_none());
+    }
+}

@@ -1,0 +1,313 @@
+//! The task-state service: its domain trait and the implementation over a store.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use sb_protocol::requests::ListTasksRequest;
+use sb_protocol::*;
+use sb_store::*;
+
+use crate::cursor;
+use crate::lifecycle::{self, TaskUpdate};
+
+/// Who is asking: the hosted agent addressed and the authenticated principal. A task
+/// outside the caller's scope is reported as not found, never as forbidden.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope {
+    pub agent: String,
+    pub owner: String,
+}
+
+/// A new task for an agent, created from the user's first message.
+#[derive(Clone, Debug)]
+pub struct NewTask {
+    pub scope: Scope,
+    pub message: Message,
+    pub metadata: Option<Metadata>,
+}
+
+/// One page of a ListTasks answer.
+#[derive(Clone, Debug)]
+pub struct TaskListing {
+    pub records: Vec<TaskRecord>,
+    pub total: usize,
+    pub next_page_token: String,
+    pub page_size: usize,
+}
+
+pub type TaskResult<T> = Result<T, A2AError>;
+
+/// The task-state service as its callers see it: in process or, later, over gRPC.
+#[async_trait]
+pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
+    /// Creates a submitted task from the user's message (whose history it starts).
+    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord>;
+    /// Returns the task if it exists and is visible in `scope`.
+    async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
+    async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing>;
+    /// Applies an update; this is how agents report progress.
+    async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord>;
+    /// Cancels a task in one atomic step. An already-canceled task is returned as is
+    /// (digest §11.7); any other terminal state is TaskNotCancelable.
+    async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
+    /// Events of the task after `after`, oldest first.
+    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> TaskResult<Vec<StoredEvent>>;
+}
+
+/// How often a conditional write is retried after losing a race before giving up. Each
+/// loss means another writer made progress, so this bounds only pathological contention.
+const MAX_CAS_ATTEMPTS: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct LocalTaskService {
+    store: Arc<dyn TaskStore>,
+    bus: Arc<dyn EventBus>,
+}
+
+fn store_error(err: StoreError) -> A2AError {
+    tracing::error!(error = %err, "task store failure");
+    A2AError::internal("the task store is unavailable; try again").retryable(true)
+}
+
+impl LocalTaskService {
+    pub fn new(store: Arc<dyn TaskStore>, bus: Arc<dyn EventBus>) -> LocalTaskService {
+        LocalTaskService { store, bus }
+    }
+
+    /// Read → decide → conditional write, retried on a lost race. `decide` returns the
+    /// update to apply, or `Ok(None)` to leave the task as it is.
+    async fn mutate<F>(&self, task_id: &str, mut decide: F) -> TaskResult<TaskRecord>
+    where
+        F: FnMut(&TaskRecord) -> TaskResult<Option<TaskUpdate>> + Send,
+    {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let record = self
+                .store
+                .get(task_id)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| A2AError::task_not_found(task_id))?;
+            let Some(update) = decide(&record)? else {
+                return Ok(record);
+            };
+            let (next, event) = lifecycle::apply(&record, update, Utc::now())?;
+            let commit = TaskCommit { expected_seq: record.seq, record: next.clone(), events: vec![event.clone()] };
+            match self.store.commit(commit).await {
+                Ok(()) => {
+                    self.bus.publish(&event);
+                    return Ok(next);
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(other) => return Err(store_error(other)),
+            }
+        }
+        Err(A2AError::internal(format!("task {task_id} is changing too fast to update; try again"))
+            .with_task(task_id)
+            .retryable(true))
+    }
+
+    /// Fails every task that was submitted or working when the process stopped: its
+    /// agent run is gone, and a task must never stay silently stuck. Interrupted tasks
+    /// keep waiting for their client. Returns how many tasks were failed.
+    pub async fn recover_unfinished(&self) -> TaskResult<usize> {
+        let unfinished = self.store.list_unfinished().await.map_err(store_error)?;
+        let mut failed = 0;
+        for record in unfinished.iter().filter(|r| !r.state().is_interrupted()) {
+            let reason = Message::agent_text(
+                "the server stopped while this task was running; send the message again to retry",
+            );
+            let update = TaskUpdate::Status { state: TaskState::Failed, message: Some(reason) };
+            match self.update(&record.task.id, update).await {
+                Ok(_) => failed += 1,
+                Err(e) => tracing::warn!(task_id = %record.task.id, error = %e, "could not fail an interrupted task"),
+            }
+        }
+        Ok(failed)
+    }
+}
+
+#[async_trait]
+impl TaskService for LocalTaskService {
+    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
+        let task_id = new_id();
+        let context_id = new.message.context_id.clone().unwrap_or_else(new_id);
+        let now = Utc::now();
+        let message = lifecycle::stamp(new.message, &task_id, &context_id);
+        let task = Task {
+            id: task_id.clone(),
+            context_id,
+            status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) },
+            artifacts: Vec::new(),
+            history: vec![message],
+            metadata: new.metadata,
+        };
+        let record = TaskRecord { task: task.clone(), seq: 1, agent: new.scope.agent, owner: new.scope.owner, created_at: now };
+        let event = StoredEvent { task_id: task_id.clone(), seq: 1, event: StreamResponse::Task(task) };
+        let commit = TaskCommit { expected_seq: 0, record: record.clone(), events: vec![event.clone()] };
+        self.store.commit(commit).await.map_err(store_error)?;
+        self.bus.publish(&event);
+        tracing::info!(task_id = %task_id, agent = %record.agent, "task created");
+        Ok(record)
+    }
+
+    async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
+        match self.store.get(task_id).await.map_err(store_error)? {
+            Some(rec) if rec.agent == scope.agent && rec.owner == scope.owner => Ok(rec),
+            _ => Err(A2AError::task_not_found(task_id)),
+        }
+    }
+
+    async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing> {
+        let page_size = request.validated_page_size()?;
+        let after = match request.page_token.as_deref().filter(|t| !t.is_empty()) {
+            Some(token) => Some(cursor::decode(token)?),
+            None => None,
+        };
+        let query = TaskQuery {
+            agent: scope.agent.clone(),
+            owner: scope.owner.clone(),
+            context_id: request.context_id.clone().filter(|c| !c.is_empty()),
+            state: request.status,
+            status_after: request.status_timestamp_after,
+            after,
+            limit: page_size,
+        };
+        let page = self.store.list(&query).await.map_err(store_error)?;
+        Ok(TaskListing {
+            records: page.records,
+            total: page.total,
+            next_page_token: page.next.as_ref().map(cursor::encode).unwrap_or_default(),
+            page_size,
+        })
+    }
+
+    async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord> {
+        self.mutate(task_id, |_| Ok(Some(update.clone()))).await
+    }
+
+    async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
+        self.get(scope, task_id).await?;
+        self.mutate(task_id, |record| match record.state() {
+            TaskState::Canceled => Ok(None),
+            state if state.is_terminal() => Err(A2AError::new(
+                ErrorKind::TaskNotCancelable,
+                format!("task {task_id} is already {} and cannot be canceled", state.as_v03_str()),
+            )
+            .with_task(task_id)),
+            _ => Ok(Some(TaskUpdate::Status {
+                state: TaskState::Canceled,
+                message: Some(Message::agent_text("canceled at the client's request")),
+            })),
+        })
+        .await
+    }
+
+    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> TaskResult<Vec<StoredEvent>> {
+        self.store.events_after(task_id, after, limit).await.map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service() -> LocalTaskService {
+        LocalTaskService::new(Arc::new(MemoryStore::new()), Arc::new(LocalBus::new()))
+    }
+
+    fn scope() -> Scope {
+        Scope { agent: "a".into(), owner: String::new() }
+    }
+
+    fn user(text: &str) -> Message {
+        Message { role: Role::User, ..Message::agent_text(text) }
+    }
+
+    #[tokio::test]
+    async fn create_get_and_scope() {
+        let svc = service();
+        let rec = svc.create(NewTask { scope: scope(), message: user("hi"), metadata: None }).await.unwrap();
+        assert_eq!(rec.state(), TaskState::Submitted);
+        assert_eq!(rec.task.history[0].task_id.as_deref(), Some(rec.task.id.as_str()));
+        assert!(svc.get(&scope(), &rec.task.id).await.is_ok());
+        let other = Scope { agent: "b".into(), owner: String::new() };
+        assert_eq!(svc.get(&other, &rec.task.id).await.unwrap_err().kind, ErrorKind::TaskNotFound);
+        let stranger = Scope { agent: "a".into(), owner: "mallory".into() };
+        assert_eq!(svc.cancel(&stranger, &rec.task.id).await.unwrap_err().kind, ErrorKind::TaskNotFound);
+    }
+
+    #[tokio::test]
+    async fn cancel_rules() {
+        let svc = service();
+        let rec = svc.create(NewTask { scope: scope(), message: user("hi"), metadata: None }).await.unwrap();
+        let id = rec.task.id.clone();
+        assert_eq!(svc.cancel(&scope(), &id).await.unwrap().state(), TaskState::Canceled);
+        let again = svc.cancel(&scope(), &id).await.unwrap();
+        assert_eq!(again.seq, 2, "canceling twice writes nothing");
+        let done = svc.create(NewTask { scope: scope(), message: user("x"), metadata: None }).await.unwrap();
+        svc.update(&done.task.id, TaskUpdate::Status { state: TaskState::Completed, message: None }).await.unwrap();
+        assert_eq!(svc.cancel(&scope(), &done.task.id).await.unwrap_err().kind, ErrorKind::TaskNotCancelable);
+    }
+
+    /// A cancel racing a completion: exactly one wins, and the loser sees why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_never_overwrites_a_terminal_state() {
+        let svc = Arc::new(service());
+        for _ in 0..1000 {
+            let rec = svc.create(NewTask { scope: scope(), message: user("race"), metadata: None }).await.unwrap();
+            let id = rec.task.id.clone();
+            let (s1, s2, i1, i2) = (svc.clone(), svc.clone(), id.clone(), id.clone());
+            let complete = tokio::spawn(async move {
+                s1.update(&i1, TaskUpdate::Status { state: TaskState::Completed, message: None }).await
+            });
+            let cancel = tokio::spawn(async move { s2.cancel(&scope(), &i2).await });
+            let completed = complete.await.unwrap();
+            let canceled = cancel.await.unwrap();
+            let final_state = svc.get(&scope(), &id).await.unwrap().state();
+            match final_state {
+                TaskState::Completed => {
+                    assert!(completed.is_ok());
+                    assert_eq!(canceled.unwrap_err().kind, ErrorKind::TaskNotCancelable);
+                }
+                TaskState::Canceled => {
+                    assert!(canceled.is_ok());
+                    assert_eq!(completed.unwrap_err().kind, ErrorKind::UnsupportedOperation);
+                }
+                other => panic!("unexpected final state {other:?}"),
+            }
+            let events = svc.events_after(&id, 0, 10).await.unwrap();
+            assert_eq!(events.len(), 2, "exactly one terminal event");
+        }
+    }
+
+    #[tokio::test]
+    async fn recovery_fails_running_tasks_only() {
+        let svc = service();
+        let running = svc.create(NewTask { scope: scope(), message: user("a"), metadata: None }).await.unwrap();
+        let waiting = svc.create(NewTask { scope: scope(), message: user("b"), metadata: None }).await.unwrap();
+        svc.update(&waiting.task.id, TaskUpdate::Status { state: TaskState::InputRequired, message: None }).await.unwrap();
+        assert_eq!(svc.recover_unfinished().await.unwrap(), 1);
+        let failed = svc.get(&scope(), &running.task.id).await.unwrap();
+        assert_eq!(failed.state(), TaskState::Failed);
+        assert!(failed.task.status.message.unwrap().text().contains("server stopped"));
+        assert_eq!(svc.get(&scope(), &waiting.task.id).await.unwrap().state(), TaskState::InputRequired);
+    }
+
+    #[tokio::test]
+    async fn list_pages_with_tokens() {
+        let svc = service();
+        for i in 0..3 {
+            svc.create(NewTask { scope: scope(), message: user(&format!("{i}")), metadata: None }).await.unwrap();
+        }
+        let req = ListTasksRequest { page_size: Some(2), ..Default::default() };
+        let first = svc.list(&scope(), &req).await.unwrap();
+        assert_eq!(first.records.len(), 2);
+        assert_eq!(first.total, 3);
+        assert!(!first.next_page_token.is_empty());
+        let req = ListTasksRequest { page_size: Some(2), page_token: Some(first.next_page_token), ..Default::default() };
+        let second = svc.list(&scope(), &req).await.unwrap();
+        assert_eq!(second.records.len(), 1);
+        assert!(second.next_page_token.is_empty());
+    }
+}

@@ -1,0 +1,37 @@
+// Agent card discovery, as the official JS client sees it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { SWITCHBOARD_URL, agentBase, fetchCard, recordingFetch } from './lib.mjs';
+
+const majorMinor = (v) => v.split('.').slice(0, 2).join('.');
+
+for (const agent of ['echo', 'consolidate']) {
+  test(`card of ${agent} lists JSON-RPC and HTTP+JSON for 1.0 and 0.3`, { timeout: 15000 }, async () => {
+    const base = agentBase(agent);
+    const card = await fetchCard(base);
+    assert.equal(card.name, agent);
+    assert.equal(card.capabilities.streaming, true);
+    assert.equal(card.capabilities.pushNotifications, true);
+    const ifaces = card.supportedInterfaces.map((i) => `${i.protocolBinding} ${majorMinor(i.protocolVersion)} ${i.url}`);
+    assert.ok(ifaces.includes(`JSONRPC 1.0 ${base}a2a`), ifaces.join('\n'));
+    assert.ok(ifaces.includes(`HTTP+JSON 1.0 ${base.replace(/\/$/, '')}`), ifaces.join('\n'));
+    assert.ok(ifaces.includes(`JSONRPC 0.3 ${base}a2a`), ifaces.join('\n'));
+    assert.ok(card.supportedInterfaces.some((i) => i.protocolBinding === 'HTTP+JSON' && majorMinor(i.protocolVersion) === '0.3'));
+  });
+}
+
+test('root card is the echo agent', { timeout: 15000 }, async () => {
+  const card = await fetchCard(`${SWITCHBOARD_URL}/`);
+  assert.equal(card.name, 'echo');
+  assert.ok(card.supportedInterfaces.some((i) => i.url === `${agentBase('echo')}a2a`));
+});
+
+test('card is fetched with GET {base}.well-known/agent-card.json and A2A-Version 1.0', { timeout: 15000 }, async () => {
+  const wire = recordingFetch();
+  await fetchCard(agentBase('echo'), wire.fetchImpl);
+  const req = wire.last();
+  assert.equal(req.method, 'GET');
+  assert.equal(req.url, `${agentBase('echo')}.well-known/agent-card.json`);
+  assert.equal(req.headers['a2a-version'], '1.0');
+});
