@@ -48,6 +48,9 @@ pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing>;
     /// Applies an update; this is how agents report progress.
     async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord>;
+    /// Applies `update` only if the task is in one of `expected` states, in the same
+    /// atomic step; returns `None` (and changes nothing) otherwise.
+    async fn update_if(&self, task_id: &str, expected: &[TaskState], update: TaskUpdate) -> TaskResult<Option<TaskRecord>>;
     /// Cancels a task in one atomic step. An already-canceled task is returned as is
     /// (digest §11.7); any other terminal state is TaskNotCancelable.
     async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
@@ -184,6 +187,17 @@ impl TaskService for LocalTaskService {
 
     async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord> {
         self.mutate(task_id, |_| Ok(Some(update.clone()))).await
+    }
+
+    async fn update_if(&self, task_id: &str, expected: &[TaskState], update: TaskUpdate) -> TaskResult<Option<TaskRecord>> {
+        let mut applied = false;
+        let record = self
+            .mutate(task_id, |record| {
+                applied = expected.contains(&record.state());
+                Ok(applied.then(|| update.clone()))
+            })
+            .await?;
+        Ok(applied.then_some(record))
     }
 
     async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {

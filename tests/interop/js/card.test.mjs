@@ -17,7 +17,8 @@ for (const agent of ['echo', 'consolidate']) {
     assert.ok(ifaces.includes(`JSONRPC 1.0 ${base}a2a`), ifaces.join('\n'));
     assert.ok(ifaces.includes(`HTTP+JSON 1.0 ${base.replace(/\/$/, '')}`), ifaces.join('\n'));
     assert.ok(ifaces.includes(`JSONRPC 0.3 ${base}a2a`), ifaces.join('\n'));
-    assert.ok(card.supportedInterfaces.some((i) => i.protocolBinding === 'HTTP+JSON' && majorMinor(i.protocolVersion) === '0.3'));
+    // Both SDKs append /v1/... themselves, so the 0.3 REST url is the bare base.
+    assert.ok(ifaces.includes(`HTTP+JSON 0.3 ${base.replace(/\/$/, '')}`), ifaces.join('\n'));
   });
 }
 

@@ -28,7 +28,6 @@ def assert_wire(wire, mode, agent, jsonrpc_method_10, jsonrpc_method_03, rest_pa
     """The client spoke the expected dialect at the expected URL."""
     binding, version = split_mode(mode)
     base = agent_base(agent)
-    req = wire.requests[-1] if binding == 'JSONRPC' else None
     if binding == 'JSONRPC':
         req = wire.last(lambda r: r['url'] == base + 'a2a')
         assert req['method'] == 'POST'
@@ -60,9 +59,17 @@ async def test_send_blocking_echo(http, wire, mode):
     assert art.parts[0].text == text
 
 
-async def test_send_non_blocking_then_poll(http, mode):
+async def test_send_non_blocking_then_poll(http, wire, mode):
     client = await make_client(http, 'consolidate', mode)
     task = await send(client, user_message(consolidate_text(3)), return_immediately=True)
+
+    binding, version = split_mode(mode)
+    if binding == 'JSONRPC':
+        cfg = wire.last(lambda r: r['url'].endswith('/a2a'))['body']['params']['configuration']
+        if version == '1.0':
+            assert cfg['returnImmediately'] is True
+        else:
+            assert cfg['blocking'] is False
 
     assert task.id
     assert task.status.state in (S.TASK_STATE_SUBMITTED, S.TASK_STATE_WORKING), state_name(task.status.state)

@@ -1,0 +1,130 @@
+//! The agent trait and the handles it is given.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sb_protocol::card::AgentSkill;
+use sb_protocol::*;
+use sb_tasks::{TaskService, TaskUpdate};
+use tokio_util::sync::CancellationToken;
+
+/// What the card says about an agent.
+#[derive(Clone, Debug)]
+pub struct AgentDescriptor {
+    pub description: String,
+    pub skills: Vec<AgentSkill>,
+    pub input_modes: Vec<String>,
+    pub output_modes: Vec<String>,
+}
+
+/// An agent. `execute` runs once per user turn; it reports through `reporter` and should
+/// return soon after `ctx.cancel` fires.
+#[async_trait]
+pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
+    fn describe(&self) -> AgentDescriptor;
+
+    async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
+}
+
+/// Why a run ended without a final state of its own making.
+#[derive(Debug)]
+pub struct AgentError(pub String);
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<A2AError> for AgentError {
+    fn from(err: A2AError) -> AgentError {
+        AgentError(err.message)
+    }
+}
+
+/// What an agent sees of its task for one turn.
+#[derive(Clone, Debug)]
+pub struct TaskContext {
+    /// The task as it is now: history holds every user message and earlier agent message.
+    pub task: Task,
+    /// The user message that started this turn.
+    pub message: Message,
+    /// Fires when the task is canceled (or otherwise finished by someone else).
+    pub cancel: CancellationToken,
+}
+
+impl TaskContext {
+    /// The user messages of the task, oldest first.
+    pub fn user_messages(&self) -> impl Iterator<Item = &Message> {
+        self.task.history.iter().filter(|m| m.role == Role::User)
+    }
+}
+
+/// Reports an agent's progress on one task. Every call is one transition of the task
+/// state machine; after the task ends (including by cancellation) calls fail.
+#[derive(Clone, Debug)]
+pub struct Reporter {
+    tasks: Arc<dyn TaskService>,
+    task_id: String,
+}
+
+impl Reporter {
+    pub fn new(tasks: Arc<dyn TaskService>, task_id: String) -> Reporter {
+        Reporter { tasks, task_id }
+    }
+
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    async fn status(&self, state: TaskState, text: Option<String>) -> Result<Task, A2AError> {
+        let message = text.map(Message::agent_text);
+        let update = TaskUpdate::Status { state, message };
+        Ok(self.tasks.update(&self.task_id, update).await?.task)
+    }
+
+    /// Working, with an optional progress message (kept on the task as its status).
+    pub async fn working(&self, progress: Option<String>) -> Result<Task, A2AError> {
+        self.status(TaskState::Working, progress).await
+    }
+
+    /// Adds an artifact chunk: `append` extends the artifact with the same id.
+    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<Task, A2AError> {
+        let update = TaskUpdate::Artifact { artifact, append, last_chunk };
+        Ok(self.tasks.update(&self.task_id, update).await?.task)
+    }
+
+    /// Asks the user a question; the task waits in input-required for the answer.
+    pub async fn input_required(&self, question: String) -> Result<Task, A2AError> {
+        self.status(TaskState::InputRequired, Some(question)).await
+    }
+
+    /// Says what authorization is needed; the task waits in auth-required.
+    pub async fn auth_required(&self, explanation: String) -> Result<Task, A2AError> {
+        self.status(TaskState::AuthRequired, Some(explanation)).await
+    }
+
+    pub async fn complete(&self, message: Option<String>) -> Result<Task, A2AError> {
+        self.status(TaskState::Completed, message).await
+    }
+
+    pub async fn fail(&self, reason: String) -> Result<Task, A2AError> {
+        self.status(TaskState::Failed, Some(reason)).await
+    }
+
+    pub async fn reject(&self, reason: String) -> Result<Task, A2AError> {
+        self.status(TaskState::Rejected, Some(reason)).await
+    }
+}
+
+/// A one-part text artifact.
+pub fn text_artifact(id: &str, name: &str, text: impl Into<String>) -> Artifact {
+    Artifact {
+        artifact_id: id.to_owned(),
+        name: Some(name.to_owned()),
+        description: None,
+        parts: vec![Part::text(text)],
+        metadata: None,
+        extensions: Vec::new(),
+    }
+}

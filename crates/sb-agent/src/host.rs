@@ -1,0 +1,104 @@
+//! Runs agents in process: one tokio task per turn, owned by the host (never by the
+//! HTTP request that caused it), tracked for graceful shutdown.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sb_protocol::*;
+use sb_store::{EventBus, TaskRecord};
+use sb_tasks::TaskService;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::api::*;
+
+/// How long a canceled agent may take to notice before its run is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct AgentHost {
+    agents: Arc<BTreeMap<String, Arc<dyn Agent>>>,
+    tasks: Arc<dyn TaskService>,
+    bus: Arc<dyn EventBus>,
+    runs: TaskTracker,
+}
+
+impl AgentHost {
+    pub fn new(
+        agents: BTreeMap<String, Arc<dyn Agent>>,
+        tasks: Arc<dyn TaskService>,
+        bus: Arc<dyn EventBus>,
+    ) -> AgentHost {
+        AgentHost { agents: Arc::new(agents), tasks, bus, runs: TaskTracker::new() }
+    }
+
+    pub fn agent(&self, name: &str) -> Option<&Arc<dyn Agent>> {
+        self.agents.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.agents.keys().map(String::as_str)
+    }
+
+    /// Starts a turn of the task's agent for `message` in the background.
+    pub fn dispatch(&self, record: &TaskRecord, message: Message) {
+        let Some(agent) = self.agents.get(&record.agent).cloned() else {
+            tracing::error!(task_id = %record.task.id, agent = %record.agent, "no such agent hosted here");
+            return;
+        };
+        let cancel = CancellationToken::new();
+        // Subscribe before the run starts so no terminal event can slip past the watcher.
+        let watch = self.bus.subscribe(&record.task.id);
+        let ctx = TaskContext { task: record.task.clone(), message, cancel: cancel.clone() };
+        let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
+        let tasks = self.tasks.clone();
+        let task_id = record.task.id.clone();
+        self.runs.spawn(async move {
+            let watcher = tokio::spawn(cancel_when_finished(watch, cancel.clone()));
+            let outcome = tokio::select! {
+                result = agent.execute(ctx, reporter) => Some(result),
+                () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
+            };
+            watcher.abort();
+            settle(&*tasks, &task_id, outcome).await;
+        });
+    }
+
+    /// Waits for running turns, at most `grace`. Returns whether all finished.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.runs.close();
+        tokio::time::timeout(grace, self.runs.wait()).await.is_ok()
+    }
+}
+
+/// Cancels the run when the task reaches a terminal state it did not set itself
+/// (a client's cancel, a deadline): the agent sees `ctx.cancel` fire.
+async fn cancel_when_finished(mut watch: broadcast::Receiver<sb_store::StoredEvent>, cancel: CancellationToken) {
+    loop {
+        match watch.recv().await {
+            Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+    cancel.cancel();
+}
+
+/// After a run: a task the agent left submitted or working is failed with the reason,
+/// so no task stays silently stuck.
+async fn settle(tasks: &dyn TaskService, task_id: &str, outcome: Option<Result<(), AgentError>>) {
+    let reason = match outcome {
+        None => "the agent did not stop after cancellation".to_owned(),
+        Some(Err(e)) => format!("the agent failed: {e}"),
+        Some(Ok(())) => "the agent ended its turn without completing, failing or asking for input".to_owned(),
+    };
+    let update = sb_tasks::TaskUpdate::Status { state: TaskState::Failed, message: Some(Message::agent_text(reason.clone())) };
+    let running = [TaskState::Submitted, TaskState::Working];
+    match tasks.update_if(task_id, &running, update).await {
+        Ok(Some(_)) => tracing::warn!(task_id, reason, "agent run ended without a final state"),
+        Ok(None) => {}
+        Err(e) => tracing::error!(task_id, error = %e, "could not settle an agent run"),
+    }
+}

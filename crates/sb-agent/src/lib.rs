@@ -1,0 +1,18 @@
+//! The agent API: what an agent implements ([`Agent`]), what it is given
+//! ([`TaskContext`]) and how it reports ([`Reporter`]), plus the in-process host that
+//! runs agents for tasks and the built-in agents.
+//!
+//! # Layout
+//! - [`api`]: the trait, the context and the reporter. Agents are invoked once per user
+//!   message (the first one, and each answer to an input request) with the task's full
+//!   history, so an agent keeps no state between turns and survives restarts.
+//! - [`host`]: [`AgentHost`], which owns each run (never the HTTP request), watches for
+//!   cancellation and fails runs that end without a final state.
+//! - [`builtin`]: `echo`, `consolidate` and `conformance`.
+
+pub mod api;
+pub mod builtin;
+pub mod host;
+
+pub use api::*;
+pub use host::AgentHost;

@@ -1,0 +1,184 @@
+//! The fan-out service: turns a task's durable event log plus the live event bus into
+//! one ordered stream per subscriber, from any sequence number.
+//!
+//! # Layout
+//! - [`Fanout`]: the trait the gateway streams from (in process now, over gRPC later).
+//! - [`LocalFanout`]: log replay, then live events from the bus, switching over by
+//!   comparing sequence numbers: the bus only wakes the reader, the log is the order, so
+//!   there is no gap and no duplicate however events race or a subscriber lags.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use sb_protocol::A2AError;
+use sb_store::{EventBus, StoredEvent};
+use sb_tasks::TaskService;
+use tokio::sync::broadcast;
+
+/// Events read from the log per refill.
+const REPLAY_BATCH: usize = 256;
+
+pub type EventStream = BoxStream<'static, Result<StoredEvent, A2AError>>;
+
+/// Subscriptions to task events.
+pub trait Fanout: Send + Sync + std::fmt::Debug + 'static {
+    /// Every event of `task_id` with `seq > after`, in order, then live events. The stream
+    /// only ends if the bus closes or the log cannot be read (one error item, then end).
+    fn subscribe(&self, task_id: &str, after: u64) -> EventStream;
+}
+
+#[derive(Debug, Clone)]
+pub struct LocalFanout {
+    tasks: Arc<dyn TaskService>,
+    bus: Arc<dyn EventBus>,
+}
+
+impl LocalFanout {
+    pub fn new(tasks: Arc<dyn TaskService>, bus: Arc<dyn EventBus>) -> LocalFanout {
+        LocalFanout { tasks, bus }
+    }
+}
+
+struct Cursor {
+    task_id: String,
+    last: u64,
+    backlog: VecDeque<StoredEvent>,
+    /// The log may hold more than the backlog: read it before waiting on the bus.
+    more_in_log: bool,
+    live: broadcast::Receiver<StoredEvent>,
+    tasks: Arc<dyn TaskService>,
+    failed: bool,
+}
+
+impl Cursor {
+    async fn refill(&mut self) -> Result<(), A2AError> {
+        let events = self.tasks.events_after(&self.task_id, self.last, REPLAY_BATCH).await?;
+        self.more_in_log = events.len() == REPLAY_BATCH;
+        self.backlog.extend(events);
+        Ok(())
+    }
+
+    async fn next(&mut self) -> Option<Result<StoredEvent, A2AError>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                if event.seq <= self.last {
+                    continue;
+                }
+                self.last = event.seq;
+                return Some(Ok(event));
+            }
+            if self.more_in_log {
+                if let Err(e) = self.refill().await {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            match self.live.recv().await {
+                Ok(event) if event.seq <= self.last => continue,
+                Ok(event) if event.seq == self.last + 1 => {
+                    self.last = event.seq;
+                    return Some(Ok(event));
+                }
+                // A gap (events published out of order) or a lagging subscriber: the
+                // log has everything, read it.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Err(e) = self.refill().await {
+                        self.failed = true;
+                        return Some(Err(e));
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+impl Fanout for LocalFanout {
+    fn subscribe(&self, task_id: &str, after: u64) -> EventStream {
+        // Subscribe before reading the log, so nothing committed in between is missed.
+        let live = self.bus.subscribe(task_id);
+        let cursor = Cursor {
+            task_id: task_id.to_owned(),
+            last: after,
+            backlog: VecDeque::new(),
+            more_in_log: true,
+            live,
+            tasks: self.tasks.clone(),
+            failed: false,
+        };
+        stream::unfold(cursor, |mut cursor| async move {
+            let item = cursor.next().await?;
+            Some((item, cursor))
+        })
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sb_protocol::{Message, Role, TaskState};
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, NewTask, Scope, TaskUpdate};
+
+    fn setup() -> (Arc<LocalTaskService>, LocalFanout) {
+        let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
+        let tasks = Arc::new(LocalTaskService::new(Arc::new(MemoryStore::new()), bus.clone()));
+        let fanout = LocalFanout::new(tasks.clone(), bus);
+        (tasks, fanout)
+    }
+
+    async fn new_task(tasks: &LocalTaskService) -> String {
+        let message = Message { role: Role::User, ..Message::agent_text("hi") };
+        let scope = Scope { agent: "a".into(), owner: String::new() };
+        tasks.create(NewTask { scope, message, metadata: None }).await.unwrap().task.id
+    }
+
+    fn working() -> TaskUpdate {
+        TaskUpdate::Status { state: TaskState::Working, message: Some(Message::agent_text("step")) }
+    }
+
+    #[tokio::test]
+    async fn replays_then_goes_live_without_gaps() {
+        let (tasks, fanout) = setup();
+        let id = new_task(&tasks).await;
+        for _ in 0..300 {
+            tasks.update(&id, working()).await.unwrap();
+        }
+        let mut stream = fanout.subscribe(&id, 10);
+        let producer = {
+            let tasks = tasks.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                for _ in 0..200 {
+                    tasks.update(&id, working()).await.unwrap();
+                }
+            })
+        };
+        let mut expected = 11;
+        while expected <= 501 {
+            let ev = stream.next().await.unwrap().unwrap();
+            assert_eq!(ev.seq, expected);
+            expected += 1;
+        }
+        producer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn slow_subscriber_does_not_stall_the_producer_and_loses_nothing() {
+        let (tasks, fanout) = setup();
+        let id = new_task(&tasks).await;
+        let mut slow = fanout.subscribe(&id, 0);
+        // Far more events than the bus buffers, while the subscriber reads nothing.
+        for _ in 0..1000 {
+            tasks.update(&id, working()).await.unwrap();
+        }
+        let seqs: Vec<u64> = (&mut slow).take(1001).map(|e| e.unwrap().seq).collect().await;
+        assert_eq!(seqs, (1..=1001).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Interop suite: drives an A2A server with the official clients
+# (PyPI a2a-sdk 1.3.0 and npm @a2a-js/sdk 1.3.0, 1.0 and 0.3 modes).
+#
+#   SWITCHBOARD_URL=http://127.0.0.1:8080 tests/interop/run.sh [python] [js]
+#
+# With no argument both suites run. Needs only python3 (with pip), node >= 20.11
+# and npm. The Python packages go to a venv in the cache dir, reinstalled only
+# when requirements.txt changes; JS packages come from package-lock.json (npm ci).
+# The server must already be running. Exits non-zero if any suite fails.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export SWITCHBOARD_URL="${SWITCHBOARD_URL:-http://127.0.0.1:8080}"
+SWITCHBOARD_URL="${SWITCHBOARD_URL%/}"
+export PYTHONDONTWRITEBYTECODE=1
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/switchboard-interop"
+wait_secs="${INTEROP_WAIT_SECS:-30}"
+
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(python js)
+for s in "${suites[@]}"; do
+  case "$s" in python|js) ;; *) echo "usage: $0 [python] [js]" >&2; exit 2 ;; esac
+done
+
+log() { printf '\n== %s\n' "$*"; }
+want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+mkdir -p "$cache"
+
+# --- Python environment -------------------------------------------------------
+py=""
+setup_python() {
+  local req="$here/python/requirements.txt" stamp venv="$cache/venv"
+  stamp="$(python3 -c 'import hashlib,sys;print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$req")" || return 1
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.requirements" 2>/dev/null)" = "$stamp" ]; then
+    py="$venv/bin/python"; return 0
+  fi
+  log "installing Python requirements into $venv"
+  rm -rf "$venv"
+  if python3 -m venv "$venv" 2>/dev/null && [ -x "$venv/bin/pip" ]; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" || return 1
+  else
+    # No venv/ensurepip (e.g. Debian without python3-venv): a plain --target dir.
+    echo "python3 -m venv unavailable; installing with pip --target" >&2
+    rm -rf "$venv"; mkdir -p "$venv/bin" "$venv/lib"
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
+      --target "$venv/lib" -r "$req" || return 1
+    printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$venv/lib" > "$venv/bin/python"
+    chmod +x "$venv/bin/python"
+  fi
+  echo "$stamp" > "$venv/.requirements"
+  py="$venv/bin/python"
+}
+
+# --- wait for the server -------------------------------------------------------
+wait_for_server() {
+  local card="$SWITCHBOARD_URL/agents/echo/.well-known/agent-card.json"
+  log "waiting up to ${wait_secs}s for $card"
+  python3 - "$card" "$wait_secs" <<'EOF'
+import sys, time, urllib.request
+url, secs = sys.argv[1], float(sys.argv[2])
+deadline = time.monotonic() + secs
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except Exception as e:  # noqa: BLE001
+        err = e
+    if time.monotonic() > deadline:
+        print(f'server not reachable at {url}: {err}', file=sys.stderr)
+        sys.exit(1)
+    time.sleep(0.5)
+EOF
+}
+
+status=0
+wait_for_server || exit 1
+
+if want python; then
+  if setup_python; then
+    log "Python suite (a2a-sdk) against $SWITCHBOARD_URL"
+    (cd "$here/python" && "$py" -m pytest -p no:cacheprovider) || status=1
+  else
+    echo "Python setup failed" >&2; status=1
+  fi
+fi
+
+if want js; then
+  log "JS suite (@a2a-js/sdk) against $SWITCHBOARD_URL"
+  if (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error); then
+    (cd "$here/js" && node --test --test-reporter=spec --test-concurrency=2 ./*.test.mjs) || status=1
+  else
+    echo "npm ci failed" >&2; status=1
+  fi
+fi
+
+if [ "$status" -eq 0 ]; then log "interop: all suites passed"; else log "interop: FAILURES"; fi
+exit "$status"
