@@ -1,0 +1,162 @@
+//! The card registry: builds each hosted agent's Agent Card from what is really served
+//! (never a hand-written card), renders it once as the merged 1.0 + 0.3 document, and
+//! serves it with a strong validator for conditional requests.
+//!
+//! # Layout
+//! - [`CardRegistry`]: the lookup the gateway uses (in process now, over gRPC later).
+//! - [`StaticRegistry`]: cards computed at startup from the configuration.
+//! - [`HostedAgent`]: what the registry needs to know of one agent.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sb_protocol::card::*;
+
+/// A rendered card with its cache validators.
+#[derive(Clone, Debug)]
+pub struct CardEntry {
+    pub card: AgentCard,
+    /// The merged 1.0 + 0.3 JSON, rendered once.
+    pub json: String,
+    /// A strong ETag over the rendered bytes (quoted).
+    pub etag: String,
+    pub last_modified: DateTime<Utc>,
+}
+
+pub trait CardRegistry: Send + Sync + std::fmt::Debug + 'static {
+    /// The card of a hosted agent, with its URLs under `/agents/{name}`.
+    fn card(&self, agent: &str) -> Option<&CardEntry>;
+    /// The default agent's card, with its URLs at the root.
+    fn root_card(&self) -> Option<&CardEntry>;
+    /// Which agent the root serves.
+    fn default_agent(&self) -> Option<&str>;
+}
+
+/// One hosted agent as the card describes it.
+#[derive(Clone, Debug)]
+pub struct HostedAgent {
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    pub skills: Vec<AgentSkill>,
+    pub input_modes: Vec<String>,
+    pub output_modes: Vec<String>,
+    pub extensions: Vec<AgentExtension>,
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
+}
+
+#[derive(Debug)]
+pub struct StaticRegistry {
+    cards: BTreeMap<String, CardEntry>,
+    root: Option<CardEntry>,
+    default_agent: Option<String>,
+}
+
+impl StaticRegistry {
+    /// Builds every card. `public_url` is the externally visible base (no trailing slash).
+    pub fn new(public_url: &str, agents: &[HostedAgent], default_agent: Option<&str>) -> StaticRegistry {
+        let now = Utc::now();
+        let base = public_url.trim_end_matches('/');
+        let cards = agents
+            .iter()
+            .map(|a| (a.name.clone(), entry(build_card(a, &format!("{base}/agents/{}", a.name)), now)))
+            .collect();
+        let default = default_agent.and_then(|name| agents.iter().find(|a| a.name == name));
+        StaticRegistry {
+            cards,
+            root: default.map(|a| entry(build_card(a, base), now)),
+            default_agent: default.map(|a| a.name.clone()),
+        }
+    }
+}
+
+impl CardRegistry for StaticRegistry {
+    fn card(&self, agent: &str) -> Option<&CardEntry> {
+        self.cards.get(agent)
+    }
+
+    fn root_card(&self) -> Option<&CardEntry> {
+        self.root.as_ref()
+    }
+
+    fn default_agent(&self) -> Option<&str> {
+        self.default_agent.as_deref()
+    }
+}
+
+fn interface(url: String, binding: &str, version: &str) -> AgentInterface {
+    AgentInterface { url, protocol_binding: binding.into(), protocol_version: version.into(), tenant: None }
+}
+
+/// The card of an agent served at `base`: JSON-RPC at `{base}/a2a`, HTTP+JSON at `{base}`
+/// (1.0 paths) and `{base}/v1/…` (0.3 paths), both versions, 1.0 preferred.
+pub fn build_card(agent: &HostedAgent, base: &str) -> AgentCard {
+    AgentCard {
+        name: agent.name.clone(),
+        description: agent.description.clone(),
+        supported_interfaces: vec![
+            interface(format!("{base}/a2a"), "JSONRPC", "1.0"),
+            interface(base.to_owned(), "HTTP+JSON", "1.0"),
+            interface(format!("{base}/a2a"), "JSONRPC", "0.3"),
+            interface(base.to_owned(), "HTTP+JSON", "0.3"),
+        ],
+        provider: Some(AgentProvider { url: "https://github.com/switchboard-a2a".into(), organization: "Switchboard".into() }),
+        version: agent.version.clone(),
+        documentation_url: None,
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(true),
+            extended_agent_card: Some(false),
+            extensions: agent.extensions.clone(),
+        },
+        security_schemes: agent.security_schemes.clone(),
+        security_requirements: agent.security_requirements.clone(),
+        default_input_modes: agent.input_modes.clone(),
+        default_output_modes: agent.output_modes.clone(),
+        skills: agent.skills.clone(),
+        icon_url: None,
+    }
+}
+
+fn entry(card: AgentCard, now: DateTime<Utc>) -> CardEntry {
+    let json = card.to_merged_json().to_string();
+    // DefaultHasher::new() has fixed keys, so replicas running the same binary and config
+    // agree on the validator.
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hasher::write(&mut hasher, json.as_bytes());
+    let etag = format!("\"{:016x}\"", std::hash::Hasher::finish(&hasher));
+    CardEntry { card, json, etag, last_modified: now }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(name: &str) -> HostedAgent {
+        HostedAgent {
+            name: name.into(),
+            description: "d".into(),
+            version: "1.0.0".into(),
+            skills: vec![],
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            extensions: vec![],
+            security_schemes: BTreeMap::new(),
+            security_requirements: vec![],
+        }
+    }
+
+    #[test]
+    fn cards_describe_what_is_served() {
+        let reg = StaticRegistry::new("http://h:1/", &[agent("echo"), agent("x")], Some("echo"));
+        let echo = reg.card("echo").unwrap();
+        assert_eq!(echo.card.supported_interfaces[0].url, "http://h:1/agents/echo/a2a");
+        let json: serde_json::Value = serde_json::from_str(&echo.json).unwrap();
+        assert_eq!(json["url"], "http://h:1/agents/echo/a2a");
+        assert_eq!(reg.root_card().unwrap().card.supported_interfaces[1].url, "http://h:1");
+        assert_ne!(echo.etag, reg.card("x").unwrap().etag);
+        assert_eq!(reg.default_agent(), Some("echo"));
+        assert!(StaticRegistry::new("http://h", &[agent("a")], Some("nope")).root_card().is_none());
+    }
+}
