@@ -87,7 +87,9 @@ if want python; then
   fi
 fi
 
-if want js; then
+if want js && ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=11)?0:1)'; then
+  echo "node >= 20.11 is required (have $(node --version 2>/dev/null || echo none))" >&2; status=1
+elif want js; then
   log "JS suite (@a2a-js/sdk) against $SWITCHBOARD_URL"
   if (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error); then
     (cd "$here/js" && node --test --test-reporter=spec --test-concurrency=2 ./*.test.mjs) || status=1

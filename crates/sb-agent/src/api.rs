@@ -89,8 +89,17 @@ impl Reporter {
     }
 
     /// Adds an artifact chunk: `append` extends the artifact with the same id.
-    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<Task, A2AError> {
-        let update = TaskUpdate::Artifact { artifact, append, last_chunk };
+    pub async fn artifact(
+        &self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<Task, A2AError> {
+        let update = TaskUpdate::Artifact {
+            artifact,
+            append,
+            last_chunk,
+        };
         Ok(self.tasks.update(&self.task_id, update).await?.task)
     }
 
@@ -101,7 +110,8 @@ impl Reporter {
 
     /// Says what authorization is needed; the task waits in auth-required.
     pub async fn auth_required(&self, explanation: String) -> Result<Task, A2AError> {
-        self.status(TaskState::AuthRequired, Some(explanation)).await
+        self.status(TaskState::AuthRequired, Some(explanation))
+            .await
     }
 
     pub async fn complete(&self, message: Option<String>) -> Result<Task, A2AError> {

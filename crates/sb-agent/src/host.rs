@@ -31,7 +31,12 @@ impl AgentHost {
         tasks: Arc<dyn TaskService>,
         bus: Arc<dyn EventBus>,
     ) -> AgentHost {
-        AgentHost { agents: Arc::new(agents), tasks, bus, runs: TaskTracker::new() }
+        AgentHost {
+            agents: Arc::new(agents),
+            tasks,
+            bus,
+            runs: TaskTracker::new(),
+        }
     }
 
     pub fn agent(&self, name: &str) -> Option<&Arc<dyn Agent>> {
@@ -51,7 +56,11 @@ impl AgentHost {
         let cancel = CancellationToken::new();
         // Subscribe before the run starts so no terminal event can slip past the watcher.
         let watch = self.bus.subscribe(&record.task.id);
-        let ctx = TaskContext { task: record.task.clone(), message, cancel: cancel.clone() };
+        let ctx = TaskContext {
+            task: record.task.clone(),
+            message,
+            cancel: cancel.clone(),
+        };
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
@@ -75,7 +84,10 @@ impl AgentHost {
 
 /// Cancels the run when the task reaches a terminal state it did not set itself
 /// (a client's cancel, a deadline): the agent sees `ctx.cancel` fire.
-async fn cancel_when_finished(mut watch: broadcast::Receiver<sb_store::StoredEvent>, cancel: CancellationToken) {
+async fn cancel_when_finished(
+    mut watch: broadcast::Receiver<sb_store::StoredEvent>,
+    cancel: CancellationToken,
+) {
     loop {
         match watch.recv().await {
             Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
@@ -92,9 +104,14 @@ async fn settle(tasks: &dyn TaskService, task_id: &str, outcome: Option<Result<(
     let reason = match outcome {
         None => "the agent did not stop after cancellation".to_owned(),
         Some(Err(e)) => format!("the agent failed: {e}"),
-        Some(Ok(())) => "the agent ended its turn without completing, failing or asking for input".to_owned(),
+        Some(Ok(())) => {
+            "the agent ended its turn without completing, failing or asking for input".to_owned()
+        }
     };
-    let update = sb_tasks::TaskUpdate::Status { state: TaskState::Failed, message: Some(Message::agent_text(reason.clone())) };
+    let update = sb_tasks::TaskUpdate::Status {
+        state: TaskState::Failed,
+        message: Some(Message::agent_text(reason.clone())),
+    };
     let running = [TaskState::Submitted, TaskState::Working];
     match tasks.update_if(task_id, &running, update).await {
         Ok(Some(_)) => tracing::warn!(task_id, reason, "agent run ended without a final state"),

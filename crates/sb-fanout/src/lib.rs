@@ -53,7 +53,10 @@ struct Cursor {
 
 impl Cursor {
     async fn refill(&mut self) -> Result<(), A2AError> {
-        let events = self.tasks.events_after(&self.task_id, self.last, REPLAY_BATCH).await?;
+        let events = self
+            .tasks
+            .events_after(&self.task_id, self.last, REPLAY_BATCH)
+            .await?;
         self.more_in_log = events.len() == REPLAY_BATCH;
         self.backlog.extend(events);
         Ok(())
@@ -128,19 +131,40 @@ mod tests {
 
     fn setup() -> (Arc<LocalTaskService>, LocalFanout) {
         let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
-        let tasks = Arc::new(LocalTaskService::new(Arc::new(MemoryStore::new()), bus.clone()));
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            bus.clone(),
+        ));
         let fanout = LocalFanout::new(tasks.clone(), bus);
         (tasks, fanout)
     }
 
     async fn new_task(tasks: &LocalTaskService) -> String {
-        let message = Message { role: Role::User, ..Message::agent_text("hi") };
-        let scope = Scope { agent: "a".into(), owner: String::new() };
-        tasks.create(NewTask { scope, message, metadata: None }).await.unwrap().task.id
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("hi")
+        };
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        tasks
+            .create(NewTask {
+                scope,
+                message,
+                metadata: None,
+            })
+            .await
+            .unwrap()
+            .task
+            .id
     }
 
     fn working() -> TaskUpdate {
-        TaskUpdate::Status { state: TaskState::Working, message: Some(Message::agent_text("step")) }
+        TaskUpdate::Status {
+            state: TaskState::Working,
+            message: Some(Message::agent_text("step")),
+        }
     }
 
     #[tokio::test]
@@ -178,7 +202,11 @@ mod tests {
         for _ in 0..1000 {
             tasks.update(&id, working()).await.unwrap();
         }
-        let seqs: Vec<u64> = (&mut slow).take(1001).map(|e| e.unwrap().seq).collect().await;
+        let seqs: Vec<u64> = (&mut slow)
+            .take(1001)
+            .map(|e| e.unwrap().seq)
+            .collect()
+            .await;
         assert_eq!(seqs, (1..=1001).collect::<Vec<_>>());
     }
 }

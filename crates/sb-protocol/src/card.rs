@@ -78,7 +78,11 @@ pub enum SecurityScheme {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
         scheme: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", rename = "bearerFormat")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            rename = "bearerFormat"
+        )]
         bearer_format: Option<String>,
     },
 }
@@ -87,14 +91,22 @@ impl SecurityScheme {
     /// The OpenAPI-style 0.3 form of the same scheme.
     pub fn to_v03(&self) -> Value {
         match self {
-            Self::ApiKeySecurityScheme { description, location, name } => {
+            Self::ApiKeySecurityScheme {
+                description,
+                location,
+                name,
+            } => {
                 let mut v = json!({"type": "apiKey", "in": location, "name": name});
                 if let Some(d) = description {
                     v["description"] = json!(d);
                 }
                 v
             }
-            Self::HttpAuthSecurityScheme { description, scheme, bearer_format } => {
+            Self::HttpAuthSecurityScheme {
+                description,
+                scheme,
+                bearer_format,
+            } => {
                 let mut v = json!({"type": "http", "scheme": scheme});
                 if let Some(d) = description {
                     v["description"] = json!(d);
@@ -124,7 +136,11 @@ pub struct AgentCard {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     /// Each entry is an alternative (OR); each maps scheme names to scopes (AND).
-    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "ser_requirements")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "ser_requirements"
+    )]
     pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
     pub default_input_modes: Vec<String>,
     pub default_output_modes: Vec<String>,
@@ -143,7 +159,11 @@ fn ser_requirements<S: serde::Serializer>(
             let schemes: Map<String, Value> = req
                 .iter()
                 .map(|(name, scopes)| {
-                    let list = if scopes.is_empty() { json!({}) } else { json!({"list": scopes}) };
+                    let list = if scopes.is_empty() {
+                        json!({})
+                    } else {
+                        json!({"list": scopes})
+                    };
                     (name.clone(), list)
                 })
                 .collect();
@@ -211,15 +231,40 @@ mod tests {
             name: "echo".into(),
             description: "d".into(),
             supported_interfaces: vec![
-                AgentInterface { url: "http://h/a2a".into(), protocol_binding: "JSONRPC".into(), protocol_version: "1.0".into(), tenant: None },
-                AgentInterface { url: "http://h/a2a".into(), protocol_binding: "JSONRPC".into(), protocol_version: "0.3".into(), tenant: None },
-                AgentInterface { url: "http://h".into(), protocol_binding: "HTTP+JSON".into(), protocol_version: "0.3".into(), tenant: None },
+                AgentInterface {
+                    url: "http://h/a2a".into(),
+                    protocol_binding: "JSONRPC".into(),
+                    protocol_version: "1.0".into(),
+                    tenant: None,
+                },
+                AgentInterface {
+                    url: "http://h/a2a".into(),
+                    protocol_binding: "JSONRPC".into(),
+                    protocol_version: "0.3".into(),
+                    tenant: None,
+                },
+                AgentInterface {
+                    url: "http://h".into(),
+                    protocol_binding: "HTTP+JSON".into(),
+                    protocol_version: "0.3".into(),
+                    tenant: None,
+                },
             ],
             provider: None,
             version: "1".into(),
             documentation_url: None,
-            capabilities: AgentCapabilities { streaming: Some(true), ..Default::default() },
-            security_schemes: BTreeMap::from([("bearer".into(), SecurityScheme::HttpAuthSecurityScheme { description: None, scheme: "Bearer".into(), bearer_format: None })]),
+            capabilities: AgentCapabilities {
+                streaming: Some(true),
+                ..Default::default()
+            },
+            security_schemes: BTreeMap::from([(
+                "bearer".into(),
+                SecurityScheme::HttpAuthSecurityScheme {
+                    description: None,
+                    scheme: "Bearer".into(),
+                    bearer_format: None,
+                },
+            )]),
             security_requirements: vec![BTreeMap::from([("bearer".into(), vec![])])],
             default_input_modes: vec!["text/plain".into()],
             default_output_modes: vec!["text/plain".into()],
@@ -230,9 +275,15 @@ mod tests {
         assert_eq!(v["url"], "http://h/a2a");
         assert_eq!(v["preferredTransport"], "JSONRPC");
         assert_eq!(v["additionalInterfaces"][1]["transport"], "HTTP+JSON");
-        assert_eq!(v["securityRequirements"][0], json!({"schemes": {"bearer": {}}}));
+        assert_eq!(
+            v["securityRequirements"][0],
+            json!({"schemes": {"bearer": {}}})
+        );
         assert_eq!(v["security"][0], json!({"bearer": []}));
         assert_eq!(v["securitySchemes"]["bearer"]["type"], "http");
-        assert_eq!(v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
+        assert_eq!(
+            v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+            "Bearer"
+        );
     }
 }

@@ -171,7 +171,8 @@ impl A2AError {
     }
 
     pub fn task_not_found(task_id: &str) -> A2AError {
-        A2AError::new(ErrorKind::TaskNotFound, format!("task {task_id} not found")).with_task(task_id)
+        A2AError::new(ErrorKind::TaskNotFound, format!("task {task_id} not found"))
+            .with_task(task_id)
     }
 
     pub fn internal(message: impl Into<String>) -> A2AError {
@@ -188,7 +189,10 @@ impl A2AError {
         if let Some(task_id) = &self.task_id {
             meta.insert("taskId".into(), Value::String(task_id.clone()));
         }
-        meta.insert("retryable".into(), Value::String(self.retryable.to_string()));
+        meta.insert(
+            "retryable".into(),
+            Value::String(self.retryable.to_string()),
+        );
         meta
     }
 

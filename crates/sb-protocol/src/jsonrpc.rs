@@ -26,7 +26,10 @@ pub struct EnvelopeError {
 pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
         id: Value::Null,
-        error: A2AError::new(ErrorKind::ParseError, format!("request body is not valid JSON: {e}")),
+        error: A2AError::new(
+            ErrorKind::ParseError,
+            format!("request body is not valid JSON: {e}"),
+        ),
     })?;
     let invalid = |id: Value, message: String| EnvelopeError {
         id,
@@ -34,8 +37,13 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
     };
     let Value::Object(mut obj) = value else {
         let message = match value {
-            Value::Array(_) => "batch requests are not supported; send one request object".to_owned(),
-            other => format!("a JSON-RPC request must be an object, found {}", json_kind(&other)),
+            Value::Array(_) => {
+                "batch requests are not supported; send one request object".to_owned()
+            }
+            other => format!(
+                "a JSON-RPC request must be an object, found {}",
+                json_kind(&other)
+            ),
         };
         return Err(invalid(Value::Null, message));
     };
@@ -45,19 +53,30 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
         Some(other) => {
             return Err(invalid(
                 Value::Null,
-                format!("\"id\" must be a string, a number or null, found {}", json_kind(&other)),
+                format!(
+                    "\"id\" must be a string, a number or null, found {}",
+                    json_kind(&other)
+                ),
             ));
         }
     };
     match obj.remove("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
-        Some(other) => return Err(invalid(id, format!("\"jsonrpc\" must be \"2.0\", found {other}"))),
+        Some(other) => {
+            return Err(invalid(
+                id,
+                format!("\"jsonrpc\" must be \"2.0\", found {other}"),
+            ));
+        }
         None => return Err(invalid(id, "\"jsonrpc\": \"2.0\" is required".to_owned())),
     }
     let method = match obj.remove("method") {
         Some(Value::String(m)) if !m.is_empty() => m,
         Some(other) => {
-            return Err(invalid(id, format!("\"method\" must be a non-empty string, found {other}")));
+            return Err(invalid(
+                id,
+                format!("\"method\" must be a non-empty string, found {other}"),
+            ));
         }
         None => return Err(invalid(id, "\"method\" is required".to_owned())),
     };
@@ -147,7 +166,11 @@ mod tests {
     use super::*;
 
     fn code(body: &str) -> i64 {
-        parse_request(body.as_bytes()).unwrap_err().error.kind.jsonrpc_code()
+        parse_request(body.as_bytes())
+            .unwrap_err()
+            .error
+            .kind
+            .jsonrpc_code()
     }
 
     #[test]
@@ -158,7 +181,10 @@ mod tests {
         assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), -32600);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), -32600);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), -32600);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#), -32602);
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
+            -32602
+        );
         let err = parse_request(br#"{"jsonrpc":"1.0","id":"keep","method":"x"}"#).unwrap_err();
         assert_eq!(err.id, Value::String("keep".into()));
     }
@@ -168,8 +194,14 @@ mod tests {
         let req = parse_request(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask"}"#).unwrap();
         assert_eq!(req.id, json!(7));
         assert!(req.params.is_object());
-        assert_eq!(resolve_method(&req.method), Some((Operation::GetTask, Version::V1_0)));
-        assert_eq!(resolve_method("tasks/sendSubscribe").unwrap().1, Version::V0_3);
+        assert_eq!(
+            resolve_method(&req.method),
+            Some((Operation::GetTask, Version::V1_0))
+        );
+        assert_eq!(
+            resolve_method("tasks/sendSubscribe").unwrap().1,
+            Version::V0_3
+        );
         assert_eq!(resolve_method("tasks/list"), None);
     }
 }

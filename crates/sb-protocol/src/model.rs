@@ -177,15 +177,16 @@ impl<'de> Deserialize<'de> for Role {
     }
 }
 
-fn enum_from_value<T>(
-    value: Value,
-    parse: fn(&str) -> Option<T>,
-    what: &str,
-) -> Result<T, String> {
+fn enum_from_value<T>(value: Value, parse: fn(&str) -> Option<T>, what: &str) -> Result<T, String> {
     let parsed = match &value {
         Value::String(s) => parse(s),
         Value::Number(n) => parse(&n.to_string()),
-        other => return Err(format!("{what} must be a string, found {}", json_kind(other))),
+        other => {
+            return Err(format!(
+                "{what} must be a string, found {}",
+                json_kind(other)
+            ));
+        }
     };
     parsed.ok_or_else(|| format!("unknown {what} {value}"))
 }
@@ -236,7 +237,11 @@ struct PartWire {
     raw: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     url: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     data: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     metadata: Option<Metadata>,
@@ -599,7 +604,8 @@ mod tests {
 
     #[test]
     fn history_limit_keeps_most_recent() {
-        let mut task: Task = serde_json::from_value(json!({"id": "t", "status": {"state": 2}})).unwrap();
+        let mut task: Task =
+            serde_json::from_value(json!({"id": "t", "status": {"state": 2}})).unwrap();
         for i in 0..3 {
             let mut m = Message::agent_text(format!("m{i}"));
             m.message_id = format!("m{i}");

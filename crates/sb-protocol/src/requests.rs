@@ -12,7 +12,8 @@ use crate::serde_util;
 /// Parses request params into `T`, turning serde's complaint into an invalid-params
 /// error that names the offending field.
 pub fn parse_params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, A2AError> {
-    serde_json::from_value(params).map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_value(params)
+        .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -26,7 +27,11 @@ pub struct SendMessageConfiguration {
         alias = "pushNotificationConfig"
     )]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
-    #[serde(default, alias = "history_length", deserialize_with = "serde_util::opt_i32")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "serde_util::opt_i32"
+    )]
     pub history_length: Option<i32>,
     #[serde(
         default,
@@ -81,7 +86,9 @@ impl SendMessageRequest {
     }
 
     pub fn returns_immediately(&self) -> bool {
-        self.configuration.as_ref().is_some_and(|c| c.return_immediately)
+        self.configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately)
     }
 }
 
@@ -109,10 +116,16 @@ pub fn validate_push_url(url: &str, field: &str) -> Result<(), A2AError> {
     }
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-        return Err(A2AError::invalid_field(field, "must be an http or https URL"));
+        return Err(A2AError::invalid_field(
+            field,
+            "must be an http or https URL",
+        ));
     }
     if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(A2AError::invalid_field(field, "must not contain whitespace or control characters"));
+        return Err(A2AError::invalid_field(
+            field,
+            "must not contain whitespace or control characters",
+        ));
     }
     Ok(())
 }
@@ -124,7 +137,11 @@ pub struct GetTaskRequest {
     pub tenant: Option<String>,
     #[serde(default)]
     pub id: String,
-    #[serde(default, alias = "history_length", deserialize_with = "serde_util::opt_i32")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "serde_util::opt_i32"
+    )]
     pub history_length: Option<i32>,
 }
 
@@ -160,7 +177,11 @@ pub struct ListTasksRequest {
     pub page_size: Option<i32>,
     #[serde(default, alias = "page_token")]
     pub page_token: Option<String>,
-    #[serde(default, alias = "history_length", deserialize_with = "serde_util::opt_i32")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "serde_util::opt_i32"
+    )]
     pub history_length: Option<i32>,
     #[serde(
         default,
@@ -168,7 +189,11 @@ pub struct ListTasksRequest {
         with = "serde_util::opt_timestamp"
     )]
     pub status_timestamp_after: Option<DateTime<Utc>>,
-    #[serde(default, alias = "include_artifacts", deserialize_with = "serde_util::lenient_bool")]
+    #[serde(
+        default,
+        alias = "include_artifacts",
+        deserialize_with = "serde_util::lenient_bool"
+    )]
     pub include_artifacts: bool,
 }
 
@@ -180,7 +205,10 @@ impl ListTasksRequest {
     pub fn validated_page_size(&self) -> Result<usize, A2AError> {
         validate_history_length(self.history_length)?;
         if self.status == Some(TaskState::Unspecified) {
-            return Err(A2AError::invalid_field("status", "TASK_STATE_UNSPECIFIED is not a filter"));
+            return Err(A2AError::invalid_field(
+                "status",
+                "TASK_STATE_UNSPECIFIED is not a filter",
+            ));
         }
         match self.page_size {
             None | Some(0) => Ok(DEFAULT_PAGE_SIZE),
@@ -241,12 +269,17 @@ mod tests {
 
     #[test]
     fn send_request_validation_names_the_field() {
-        let req: SendMessageRequest = parse_params(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}})).unwrap();
+        let req: SendMessageRequest =
+            parse_params(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}))
+                .unwrap();
         let err = req.validate().unwrap_err();
         assert_eq!(err.field_violations[0].0, "message.parts");
-        let req: SendMessageRequest = parse_params(json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}})).unwrap();
+        let req: SendMessageRequest =
+            parse_params(json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}))
+                .unwrap();
         assert!(req.validate().unwrap_err().message.contains("messageId"));
-        let err = parse_params::<SendMessageRequest>(json!({"message": {"role": "ROLE_ROBOT"}})).unwrap_err();
+        let err = parse_params::<SendMessageRequest>(json!({"message": {"role": "ROLE_ROBOT"}}))
+            .unwrap_err();
         assert!(err.message.contains("ROLE_ROBOT"), "{}", err.message);
     }
 

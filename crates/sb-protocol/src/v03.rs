@@ -119,7 +119,11 @@ pub fn message_to_v03(msg: &Message, dialect: Dialect03) -> Value {
         Dialect03::ProtoJson => "content",
     };
     obj.insert(parts_key.into(), Value::Array(parts));
-    put(&mut obj, "metadata", msg.metadata.clone().map(Value::Object));
+    put(
+        &mut obj,
+        "metadata",
+        msg.metadata.clone().map(Value::Object),
+    );
     put_vec(
         &mut obj,
         "extensions",
@@ -129,7 +133,11 @@ pub fn message_to_v03(msg: &Message, dialect: Dialect03) -> Value {
         put_vec(
             &mut obj,
             "referenceTaskIds",
-            msg.reference_task_ids.iter().cloned().map(Value::String).collect(),
+            msg.reference_task_ids
+                .iter()
+                .cloned()
+                .map(Value::String)
+                .collect(),
         );
     }
     Value::Object(obj)
@@ -146,22 +154,42 @@ pub fn status_to_v03(status: &TaskStatus, dialect: Dialect03) -> Value {
         "message",
         status.message.as_ref().map(|m| message_to_v03(m, dialect)),
     );
-    put(&mut obj, "timestamp", status.timestamp.as_ref().map(format_timestamp));
+    put(
+        &mut obj,
+        "timestamp",
+        status.timestamp.as_ref().map(format_timestamp),
+    );
     Value::Object(obj)
 }
 
 pub fn artifact_to_v03(artifact: &Artifact, dialect: Dialect03) -> Value {
     let mut obj = Map::new();
-    obj.insert("artifactId".into(), Value::String(artifact.artifact_id.clone()));
+    obj.insert(
+        "artifactId".into(),
+        Value::String(artifact.artifact_id.clone()),
+    );
     put(&mut obj, "name", artifact.name.clone());
     put(&mut obj, "description", artifact.description.clone());
-    let parts: Vec<Value> = artifact.parts.iter().map(|p| part_to_v03(p, dialect)).collect();
+    let parts: Vec<Value> = artifact
+        .parts
+        .iter()
+        .map(|p| part_to_v03(p, dialect))
+        .collect();
     obj.insert("parts".into(), Value::Array(parts));
-    put(&mut obj, "metadata", artifact.metadata.clone().map(Value::Object));
+    put(
+        &mut obj,
+        "metadata",
+        artifact.metadata.clone().map(Value::Object),
+    );
     put_vec(
         &mut obj,
         "extensions",
-        artifact.extensions.iter().cloned().map(Value::String).collect(),
+        artifact
+            .extensions
+            .iter()
+            .cloned()
+            .map(Value::String)
+            .collect(),
     );
     Value::Object(obj)
 }
@@ -175,14 +203,24 @@ pub fn task_to_v03(task: &Task, dialect: Dialect03) -> Value {
     put_vec(
         &mut obj,
         "artifacts",
-        task.artifacts.iter().map(|a| artifact_to_v03(a, dialect)).collect(),
+        task.artifacts
+            .iter()
+            .map(|a| artifact_to_v03(a, dialect))
+            .collect(),
     );
     put_vec(
         &mut obj,
         "history",
-        task.history.iter().map(|m| message_to_v03(m, dialect)).collect(),
+        task.history
+            .iter()
+            .map(|m| message_to_v03(m, dialect))
+            .collect(),
     );
-    put(&mut obj, "metadata", task.metadata.clone().map(Value::Object));
+    put(
+        &mut obj,
+        "metadata",
+        task.metadata.clone().map(Value::Object),
+    );
     Value::Object(obj)
 }
 
@@ -301,7 +339,9 @@ fn part_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
             return Err("file must be an object".into());
         };
         let uri = file.remove("uri").or_else(|| file.remove("fileWithUri"));
-        let bytes = file.remove("bytes").or_else(|| file.remove("fileWithBytes"));
+        let bytes = file
+            .remove("bytes")
+            .or_else(|| file.remove("fileWithBytes"));
         match (uri, bytes) {
             (Some(uri), None) => out.insert("url".into(), uri),
             (None, Some(bytes)) => out.insert("raw".into(), bytes),
@@ -378,7 +418,10 @@ pub fn send_params_from_v03(value: Value, dialect: Dialect03) -> Result<Value, S
             .remove("pushNotificationConfig")
             .or_else(|| config.remove("pushNotification"));
         if let Some(push) = push.filter(|p| !p.is_null()) {
-            cfg.insert("taskPushNotificationConfig".into(), push_inner_from_v03(push)?);
+            cfg.insert(
+                "taskPushNotificationConfig".into(),
+                push_inner_from_v03(push)?,
+            );
         }
         let blocking = match config.remove("blocking") {
             None | Some(Value::Null) => true,
@@ -406,7 +449,10 @@ pub fn push_inner_from_v03(value: Value) -> Result<Value, String> {
             Some(_) => return Err("authentication.schemes must be an array".into()),
         };
         let mut out = Map::new();
-        out.insert("scheme".into(), scheme.unwrap_or(Value::String(String::new())));
+        out.insert(
+            "scheme".into(),
+            scheme.unwrap_or(Value::String(String::new())),
+        );
         if let Some(credentials) = auth.remove("credentials") {
             out.insert("credentials".into(), credentials);
         }
@@ -443,7 +489,10 @@ mod tests {
         // 0.3 text parts have no media type: the one loss the SDKs also accept (§3.6).
         let mut typed = Part::text("y");
         typed.media_type = Some("text/plain".into());
-        assert_eq!(part_to_v03(&typed, Dialect03::KindJson), json!({"kind": "text", "text": "y"}));
+        assert_eq!(
+            part_to_v03(&typed, Dialect03::KindJson),
+            json!({"kind": "text", "text": "y"})
+        );
         assert_eq!(parts[1]["file"], json!({"bytes": "AAE=", "name": "f.bin"}));
         assert_eq!(parts[2]["file"], json!({"uri": "https://e/x"}));
         assert_eq!(parts[3]["data"], json!({"value": [1]}));
@@ -456,7 +505,10 @@ mod tests {
         let v = task_to_v03(&sample_task(), Dialect03::ProtoJson);
         assert!(v.get("kind").is_none());
         assert_eq!(v["status"]["state"], "TASK_STATE_CANCELLED");
-        assert_eq!(v["artifacts"][0]["parts"][2]["file"]["fileWithUri"], "https://e/x");
+        assert_eq!(
+            v["artifacts"][0]["parts"][2]["file"]["fileWithUri"],
+            "https://e/x"
+        );
         assert_eq!(v["history"][0]["content"][0]["data"]["data"]["k"], 1);
         assert_eq!(v["history"][0]["role"], "ROLE_USER");
     }
@@ -467,12 +519,15 @@ mod tests {
         for dialect in [Dialect03::KindJson, Dialect03::ProtoJson] {
             for msg in task.artifacts[0].parts.iter().chain(&task.history[0].parts) {
                 let out = part_to_v03(msg, dialect);
-                let back: Part = serde_json::from_value(part_from_v03(out, dialect).unwrap()).unwrap();
+                let back: Part =
+                    serde_json::from_value(part_from_v03(out, dialect).unwrap()).unwrap();
                 if dialect == Dialect03::ProtoJson {
                     // The 0.3 proto has no part metadata, so a non-object data value
                     // stays wrapped as {"value": …} (what the SDKs do as well).
                     let expected = match &msg.content {
-                        PartContent::Data(d) if !d.is_object() => PartContent::Data(json!({"value": d})),
+                        PartContent::Data(d) if !d.is_object() => {
+                            PartContent::Data(json!({"value": d}))
+                        }
                         other => other.clone(),
                     };
                     assert_eq!(back.content, expected);
@@ -492,7 +547,10 @@ mod tests {
         let v = send_params_from_v03(params, Dialect03::KindJson).unwrap();
         assert_eq!(v["configuration"]["returnImmediately"], false);
         assert!(v["configuration"].get("historyLength").is_none());
-        assert_eq!(v["configuration"]["taskPushNotificationConfig"]["authentication"]["scheme"], "Bearer");
+        assert_eq!(
+            v["configuration"]["taskPushNotificationConfig"]["authentication"]["scheme"],
+            "Bearer"
+        );
         assert_eq!(v["message"]["parts"][0], json!({"text": "hi"}));
     }
 

@@ -26,7 +26,10 @@ impl Version {
         }
         let mut numbers = raw.split('.');
         let major = numbers.next().and_then(|m| m.trim().parse::<u32>().ok());
-        let minor = numbers.next().map(|m| m.trim().parse::<u32>().ok()).unwrap_or(Some(0));
+        let minor = numbers
+            .next()
+            .map(|m| m.trim().parse::<u32>().ok())
+            .unwrap_or(Some(0));
         match (major, minor) {
             (Some(1), Some(0)) => Ok(Self::V1_0),
             (Some(0), Some(3)) => Ok(Self::V0_3),

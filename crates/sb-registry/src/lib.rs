@@ -12,15 +12,37 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sb_protocol::card::*;
 
-/// A rendered card with its cache validators.
+/// One rendering of a card with its strong ETag (quoted).
+#[derive(Clone, Debug)]
+pub struct RenderedCard {
+    pub json: String,
+    pub etag: String,
+}
+
+/// A card, rendered once in both forms, with its cache validators.
 #[derive(Clone, Debug)]
 pub struct CardEntry {
     pub card: AgentCard,
-    /// The merged 1.0 + 0.3 JSON, rendered once.
-    pub json: String,
-    /// A strong ETag over the rendered bytes (quoted).
-    pub etag: String,
+    /// Strict 1.0 JSON: what 1.0 clients (and the 1.0 TCK's schema) expect.
+    pub v1: RenderedCard,
+    /// 1.0 plus the 0.3 fields, readable by both generations.
+    pub merged: RenderedCard,
+    /// Which form a request without `A2A-Version` gets.
+    pub merged_by_default: bool,
     pub last_modified: DateTime<Utc>,
+}
+
+impl CardEntry {
+    /// The form for a request's `A2A-Version` header: 1.0 gets strict 1.0, 0.3 the
+    /// merged card, no header the agent's configured default.
+    pub fn for_version(&self, a2a_version: Option<&str>) -> &RenderedCard {
+        match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) if v.starts_with("1.") => &self.v1,
+            Some(_) => &self.merged,
+            None if self.merged_by_default => &self.merged,
+            None => &self.v1,
+        }
+    }
 }
 
 pub trait CardRegistry: Send + Sync + std::fmt::Debug + 'static {
@@ -44,6 +66,8 @@ pub struct HostedAgent {
     pub extensions: Vec<AgentExtension>,
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
+    /// Serve the merged 1.0 + 0.3 card to requests without `A2A-Version`.
+    pub merged_card_by_default: bool,
 }
 
 #[derive(Debug)]
@@ -55,17 +79,30 @@ pub struct StaticRegistry {
 
 impl StaticRegistry {
     /// Builds every card. `public_url` is the externally visible base (no trailing slash).
-    pub fn new(public_url: &str, agents: &[HostedAgent], default_agent: Option<&str>) -> StaticRegistry {
+    pub fn new(
+        public_url: &str,
+        agents: &[HostedAgent],
+        default_agent: Option<&str>,
+    ) -> StaticRegistry {
         let now = Utc::now();
         let base = public_url.trim_end_matches('/');
         let cards = agents
             .iter()
-            .map(|a| (a.name.clone(), entry(build_card(a, &format!("{base}/agents/{}", a.name)), now)))
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    entry(
+                        build_card(a, &format!("{base}/agents/{}", a.name)),
+                        a.merged_card_by_default,
+                        now,
+                    ),
+                )
+            })
             .collect();
         let default = default_agent.and_then(|name| agents.iter().find(|a| a.name == name));
         StaticRegistry {
             cards,
-            root: default.map(|a| entry(build_card(a, base), now)),
+            root: default.map(|a| entry(build_card(a, base), a.merged_card_by_default, now)),
             default_agent: default.map(|a| a.name.clone()),
         }
     }
@@ -86,7 +123,12 @@ impl CardRegistry for StaticRegistry {
 }
 
 fn interface(url: String, binding: &str, version: &str) -> AgentInterface {
-    AgentInterface { url, protocol_binding: binding.into(), protocol_version: version.into(), tenant: None }
+    AgentInterface {
+        url,
+        protocol_binding: binding.into(),
+        protocol_version: version.into(),
+        tenant: None,
+    }
 }
 
 /// The card of an agent served at `base`: JSON-RPC at `{base}/a2a`, HTTP+JSON at `{base}`
@@ -101,7 +143,10 @@ pub fn build_card(agent: &HostedAgent, base: &str) -> AgentCard {
             interface(format!("{base}/a2a"), "JSONRPC", "0.3"),
             interface(base.to_owned(), "HTTP+JSON", "0.3"),
         ],
-        provider: Some(AgentProvider { url: "https://github.com/switchboard-a2a".into(), organization: "Switchboard".into() }),
+        provider: Some(AgentProvider {
+            url: "https://github.com/switchboard-a2a".into(),
+            organization: "Switchboard".into(),
+        }),
         version: agent.version.clone(),
         documentation_url: None,
         capabilities: AgentCapabilities {
@@ -119,14 +164,25 @@ pub fn build_card(agent: &HostedAgent, base: &str) -> AgentCard {
     }
 }
 
-fn entry(card: AgentCard, now: DateTime<Utc>) -> CardEntry {
-    let json = card.to_merged_json().to_string();
+fn render(json: String) -> RenderedCard {
     // DefaultHasher::new() has fixed keys, so replicas running the same binary and config
     // agree on the validator.
     let mut hasher = std::hash::DefaultHasher::new();
     std::hash::Hasher::write(&mut hasher, json.as_bytes());
     let etag = format!("\"{:016x}\"", std::hash::Hasher::finish(&hasher));
-    CardEntry { card, json, etag, last_modified: now }
+    RenderedCard { json, etag }
+}
+
+fn entry(card: AgentCard, merged_by_default: bool, now: DateTime<Utc>) -> CardEntry {
+    let v1 = render(serde_json::to_string(&card).unwrap_or_default());
+    let merged = render(card.to_merged_json().to_string());
+    CardEntry {
+        card,
+        v1,
+        merged,
+        merged_by_default,
+        last_modified: now,
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +200,7 @@ mod tests {
             extensions: vec![],
             security_schemes: BTreeMap::new(),
             security_requirements: vec![],
+            merged_card_by_default: true,
         }
     }
 
@@ -151,12 +208,29 @@ mod tests {
     fn cards_describe_what_is_served() {
         let reg = StaticRegistry::new("http://h:1/", &[agent("echo"), agent("x")], Some("echo"));
         let echo = reg.card("echo").unwrap();
-        assert_eq!(echo.card.supported_interfaces[0].url, "http://h:1/agents/echo/a2a");
-        let json: serde_json::Value = serde_json::from_str(&echo.json).unwrap();
+        assert_eq!(
+            echo.card.supported_interfaces[0].url,
+            "http://h:1/agents/echo/a2a"
+        );
+        let json: serde_json::Value = serde_json::from_str(&echo.for_version(None).json).unwrap();
         assert_eq!(json["url"], "http://h:1/agents/echo/a2a");
-        assert_eq!(reg.root_card().unwrap().card.supported_interfaces[1].url, "http://h:1");
-        assert_ne!(echo.etag, reg.card("x").unwrap().etag);
+        let strict: serde_json::Value =
+            serde_json::from_str(&echo.for_version(Some("1.0")).json).unwrap();
+        assert!(
+            strict.get("url").is_none(),
+            "1.0 clients get the strict card"
+        );
+        assert_eq!(
+            reg.root_card().unwrap().card.supported_interfaces[1].url,
+            "http://h:1"
+        );
+        assert_ne!(echo.merged.etag, reg.card("x").unwrap().merged.etag);
+        assert_ne!(echo.merged.etag, echo.v1.etag);
         assert_eq!(reg.default_agent(), Some("echo"));
-        assert!(StaticRegistry::new("http://h", &[agent("a")], Some("nope")).root_card().is_none());
+        assert!(
+            StaticRegistry::new("http://h", &[agent("a")], Some("nope"))
+                .root_card()
+                .is_none()
+        );
     }
 }

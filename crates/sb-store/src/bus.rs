@@ -56,7 +56,11 @@ mod tests {
     use sb_protocol::{Message, StreamResponse};
 
     fn event(task: &str, seq: u64) -> StoredEvent {
-        StoredEvent { task_id: task.into(), seq, event: StreamResponse::Message(Message::agent_text("x")) }
+        StoredEvent {
+            task_id: task.into(),
+            seq,
+            event: StreamResponse::Message(Message::agent_text("x")),
+        }
     }
 
     #[tokio::test]
@@ -70,7 +74,11 @@ mod tests {
         drop(a);
         drop(b);
         bus.publish(&event("a", 2));
-        assert_eq!(bus.watched(), 1, "b's channel stays until the next subscribe sweeps it");
+        assert_eq!(
+            bus.watched(),
+            1,
+            "b's channel stays until the next subscribe sweeps it"
+        );
         let _c = bus.subscribe("c");
         assert_eq!(bus.watched(), 1);
     }

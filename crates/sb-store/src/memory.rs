@@ -38,19 +38,36 @@ impl TaskStore for MemoryStore {
         let task_id = commit.record.task.id.clone();
         let current_seq = state.tasks.get(&task_id).map_or(0, |r| r.seq);
         if current_seq != commit.expected_seq {
-            return Err(StoreError::Conflict { task_id, current_seq });
+            return Err(StoreError::Conflict {
+                task_id,
+                current_seq,
+            });
         }
-        state.events.entry(task_id.clone()).or_default().extend(commit.events);
+        state
+            .events
+            .entry(task_id.clone())
+            .or_default()
+            .extend(commit.events);
         state.tasks.insert(task_id, commit.record);
         Ok(())
     }
 
-    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> StoreResult<Vec<StoredEvent>> {
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>> {
         let state = self.state.lock();
         let Some(events) = state.events.get(task_id) else {
             return Ok(Vec::new());
         };
-        Ok(events.iter().filter(|e| e.seq > after).take(limit).cloned().collect())
+        Ok(events
+            .iter()
+            .filter(|e| e.seq > after)
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
     async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
@@ -67,20 +84,37 @@ impl TaskStore for MemoryStore {
 
     async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
         let state = self.state.lock();
-        Ok(state.tasks.values().filter(|r| !r.state().is_terminal()).cloned().collect())
+        Ok(state
+            .tasks
+            .values()
+            .filter(|r| !r.state().is_terminal())
+            .cloned()
+            .collect())
     }
 }
 
 #[async_trait]
 impl PushConfigStore for MemoryStore {
     async fn put_push_config(&self, record: PushConfigRecord) -> StoreResult<()> {
-        let key = (record.config.task_id.clone(), record.config.id.clone().unwrap_or_default());
+        let key = (
+            record.config.task_id.clone(),
+            record.config.id.clone().unwrap_or_default(),
+        );
         self.state.lock().push.insert(key, record);
         Ok(())
     }
 
-    async fn get_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<Option<PushConfigRecord>> {
-        Ok(self.state.lock().push.get(&(task_id.to_owned(), config_id.to_owned())).cloned())
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> StoreResult<Option<PushConfigRecord>> {
+        Ok(self
+            .state
+            .lock()
+            .push
+            .get(&(task_id.to_owned(), config_id.to_owned()))
+            .cloned())
     }
 
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
@@ -94,7 +128,12 @@ impl PushConfigStore for MemoryStore {
     }
 
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool> {
-        Ok(self.state.lock().push.remove(&(task_id.to_owned(), config_id.to_owned())).is_some())
+        Ok(self
+            .state
+            .lock()
+            .push
+            .remove(&(task_id.to_owned(), config_id.to_owned()))
+            .is_some())
     }
 }
 

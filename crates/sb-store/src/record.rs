@@ -113,7 +113,10 @@ impl TaskQuery {
     pub fn matches(&self, rec: &TaskRecord) -> bool {
         rec.agent == self.agent
             && rec.owner == self.owner
-            && self.context_id.as_ref().is_none_or(|c| *c == rec.task.context_id)
+            && self
+                .context_id
+                .as_ref()
+                .is_none_or(|c| *c == rec.task.context_id)
             && self.state.is_none_or(|s| s == rec.state())
             && self.status_after.is_none_or(|t| rec.status_time() >= t)
     }
@@ -121,7 +124,12 @@ impl TaskQuery {
     /// Sorts matching records newest first and cuts the page (shared by the backends
     /// that filter in memory).
     pub fn paginate(&self, mut matching: Vec<TaskRecord>) -> TaskPage {
-        let key = |r: &TaskRecord| (std::cmp::Reverse(r.status_time().timestamp_millis()), r.task.id.clone());
+        let key = |r: &TaskRecord| {
+            (
+                std::cmp::Reverse(r.status_time().timestamp_millis()),
+                r.task.id.clone(),
+            )
+        };
         matching.sort_by_key(key);
         let total = matching.len();
         let start = match &self.after {
@@ -136,7 +144,14 @@ impl TaskQuery {
         let next = (end < total)
             .then(|| records.last())
             .flatten()
-            .map(|last| ListCursor { ts_millis: last.status_time().timestamp_millis(), id: last.task.id.clone() });
-        TaskPage { records, total, next }
+            .map(|last| ListCursor {
+                ts_millis: last.status_time().timestamp_millis(),
+                id: last.task.id.clone(),
+            });
+        TaskPage {
+            records,
+            total,
+            next,
+        }
     }
 }

@@ -40,8 +40,9 @@ impl RedbStore {
     /// Opens (or creates) the store file and starts its writer thread.
     pub fn open(path: &Path) -> StoreResult<RedbStore> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+            })?;
         }
         let db = Database::create(path)
             .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
@@ -129,8 +130,13 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
                     }
                     WriteOp::PutPush(record, tx) => {
                         let result = encode(&*record).and_then(|bytes| {
-                            let key = (record.config.task_id.as_str(), record.config.id.as_deref().unwrap_or_default());
-                            push.insert(key, bytes.as_slice()).map(|_| ()).map_err(StoreError::backend)
+                            let key = (
+                                record.config.task_id.as_str(),
+                                record.config.id.as_deref().unwrap_or_default(),
+                            );
+                            push.insert(key, bytes.as_slice())
+                                .map(|_| ())
+                                .map_err(StoreError::backend)
                         });
                         replies.push(Reply::Unit(tx, result));
                     }
@@ -171,16 +177,23 @@ fn apply_commit(
         None => 0,
     };
     if current_seq != commit.expected_seq {
-        return Err(StoreError::Conflict { task_id: task_id.to_owned(), current_seq });
+        return Err(StoreError::Conflict {
+            task_id: task_id.to_owned(),
+            current_seq,
+        });
     }
     let record = encode(&commit.record)?;
     let mut encoded_events = Vec::with_capacity(commit.events.len());
     for event in &commit.events {
         encoded_events.push((event.seq, encode(event)?));
     }
-    tasks.insert(task_id, record.as_slice()).map_err(StoreError::backend)?;
+    tasks
+        .insert(task_id, record.as_slice())
+        .map_err(StoreError::backend)?;
     for (seq, bytes) in &encoded_events {
-        events.insert((task_id, *seq), bytes.as_slice()).map_err(StoreError::backend)?;
+        events
+            .insert((task_id, *seq), bytes.as_slice())
+            .map_err(StoreError::backend)?;
     }
     Ok(())
 }
@@ -204,7 +217,12 @@ impl TaskStore for RedbStore {
         self.write(WriteOp::Commit(Box::new(commit), tx), rx).await
     }
 
-    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> StoreResult<Vec<StoredEvent>> {
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>> {
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(EVENTS).map_err(StoreError::backend)?;
@@ -267,11 +285,18 @@ impl PushConfigStore for RedbStore {
         self.write(WriteOp::PutPush(Box::new(record), tx), rx).await
     }
 
-    async fn get_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<Option<PushConfigRecord>> {
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> StoreResult<Option<PushConfigRecord>> {
         let key = (task_id.to_owned(), config_id.to_owned());
         self.read(move |txn| {
             let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
-            match table.get((key.0.as_str(), key.1.as_str())).map_err(StoreError::backend)? {
+            match table
+                .get((key.0.as_str(), key.1.as_str()))
+                .map_err(StoreError::backend)?
+            {
                 Some(bytes) => decode(bytes.value()).map(Some),
                 None => Ok(None),
             }
@@ -284,7 +309,10 @@ impl PushConfigStore for RedbStore {
         self.read(move |txn| {
             let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
             let mut out = Vec::new();
-            for entry in table.range((task_id.as_str(), "")..).map_err(StoreError::backend)? {
+            for entry in table
+                .range((task_id.as_str(), "")..)
+                .map_err(StoreError::backend)?
+            {
                 let (key, bytes) = entry.map_err(StoreError::backend)?;
                 if key.value().0 != task_id {
                     break;
@@ -298,7 +326,11 @@ impl PushConfigStore for RedbStore {
 
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool> {
         let (tx, rx) = oneshot::channel();
-        self.write(WriteOp::DeletePush(task_id.to_owned(), config_id.to_owned(), tx), rx).await
+        self.write(
+            WriteOp::DeletePush(task_id.to_owned(), config_id.to_owned(), tx),
+            rx,
+        )
+        .await
     }
 }
 
@@ -320,7 +352,10 @@ mod tests {
         let path = dir.path().join("s.redb");
         {
             let store = RedbStore::open(&path).unwrap();
-            store.commit(crate::suite::new_commit("t1", 0, 1)).await.unwrap();
+            store
+                .commit(crate::suite::new_commit("t1", 0, 1))
+                .await
+                .unwrap();
         }
         // The writer thread holds the database until its queue closes; wait for release.
         let mut reopened = None;

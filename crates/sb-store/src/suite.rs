@@ -9,9 +9,20 @@ use crate::traits::*;
 
 /// A commit that moves task `id` from `expected` to `seq` with one status event.
 pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
-    let base = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap_or_default();
-    let state = if seq == 1 { TaskState::Submitted } else { TaskState::Working };
-    let status = TaskStatus { state, message: None, timestamp: Some(base + Duration::seconds(seq as i64)) };
+    let base = Utc
+        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or_default();
+    let state = if seq == 1 {
+        TaskState::Submitted
+    } else {
+        TaskState::Working
+    };
+    let status = TaskStatus {
+        state,
+        message: None,
+        timestamp: Some(base + Duration::seconds(seq as i64)),
+    };
     let task = Task {
         id: id.to_owned(),
         context_id: "ctx".into(),
@@ -28,18 +39,34 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
     });
     TaskCommit {
         expected_seq: expected,
-        record: TaskRecord { task, seq, agent: "a".into(), owner: String::new(), created_at: base },
-        events: vec![StoredEvent { task_id: id.to_owned(), seq, event }],
+        record: TaskRecord {
+            task,
+            seq,
+            agent: "a".into(),
+            owner: String::new(),
+            created_at: base,
+        },
+        events: vec![StoredEvent {
+            task_id: id.to_owned(),
+            seq,
+            event,
+        }],
     }
 }
 
 pub async fn commit_is_compare_and_set(store: &dyn TaskStore) {
     store.commit(new_commit("t", 0, 1)).await.unwrap();
     let again = store.commit(new_commit("t", 0, 1)).await;
-    assert!(matches!(again, Err(StoreError::Conflict { current_seq: 1, .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(StoreError::Conflict { current_seq: 1, .. })),
+        "{again:?}"
+    );
     store.commit(new_commit("t", 1, 2)).await.unwrap();
     let stale = store.commit(new_commit("t", 1, 2)).await;
-    assert!(matches!(stale, Err(StoreError::Conflict { current_seq: 2, .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { current_seq: 2, .. })),
+        "{stale:?}"
+    );
     assert_eq!(store.get("t").await.unwrap().unwrap().seq, 2);
     assert!(store.get("missing").await.unwrap().is_none());
 }
@@ -49,13 +76,31 @@ pub async fn events_replay_in_order(store: &dyn TaskStore) {
         store.commit(new_commit("e", seq - 1, seq)).await.unwrap();
     }
     store.commit(new_commit("other", 0, 1)).await.unwrap();
-    let all: Vec<u64> = store.events_after("e", 0, 100).await.unwrap().iter().map(|e| e.seq).collect();
+    let all: Vec<u64> = store
+        .events_after("e", 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
     assert_eq!(all, vec![1, 2, 3, 4, 5]);
-    let tail: Vec<u64> = store.events_after("e", 3, 100).await.unwrap().iter().map(|e| e.seq).collect();
+    let tail: Vec<u64> = store
+        .events_after("e", 3, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
     assert_eq!(tail, vec![4, 5]);
     assert_eq!(store.events_after("e", 0, 2).await.unwrap().len(), 2);
     assert!(store.events_after("e", 5, 10).await.unwrap().is_empty());
-    assert!(store.events_after("e", u64::MAX, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .events_after("e", u64::MAX, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn concurrent_writers_never_both_win(store: std::sync::Arc<dyn TaskStore>) {
@@ -63,7 +108,9 @@ pub async fn concurrent_writers_never_both_win(store: std::sync::Arc<dyn TaskSto
     let mut handles = Vec::new();
     for _ in 0..8 {
         let store = store.clone();
-        handles.push(tokio::spawn(async move { store.commit(new_commit("race", 1, 2)).await.is_ok() }));
+        handles.push(tokio::spawn(async move {
+            store.commit(new_commit("race", 1, 2)).await.is_ok()
+        }));
     }
     let mut wins = 0;
     for h in handles {
@@ -77,7 +124,11 @@ pub async fn concurrent_writers_never_both_win(store: std::sync::Arc<dyn TaskSto
 pub async fn list_filters_and_pages(store: &dyn TaskStore) {
     for (i, id) in ["l1", "l2", "l3"].iter().enumerate() {
         let mut c = new_commit(id, 0, 1);
-        c.record.task.status.timestamp = Some(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, i as u32).single().unwrap());
+        c.record.task.status.timestamp = Some(
+            Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, i as u32)
+                .single()
+                .unwrap(),
+        );
         if *id == "l2" {
             c.record.task.context_id = "other".into();
         }
@@ -87,7 +138,11 @@ pub async fn list_filters_and_pages(store: &dyn TaskStore) {
     foreign.record.owner = "someone-else".into();
     store.commit(foreign).await.unwrap();
 
-    let mut q = TaskQuery { agent: "a".into(), limit: 2, ..Default::default() };
+    let mut q = TaskQuery {
+        agent: "a".into(),
+        limit: 2,
+        ..Default::default()
+    };
     let page = store.list(&q).await.unwrap();
     assert_eq!(page.total, 3);
     let ids: Vec<&str> = page.records.iter().map(|r| r.task.id.as_str()).collect();
@@ -98,11 +153,25 @@ pub async fn list_filters_and_pages(store: &dyn TaskStore) {
     assert_eq!(ids, vec!["l1"]);
     assert!(page2.next.is_none());
 
-    let by_ctx = TaskQuery { agent: "a".into(), context_id: Some("other".into()), limit: 10, ..Default::default() };
+    let by_ctx = TaskQuery {
+        agent: "a".into(),
+        context_id: Some("other".into()),
+        limit: 10,
+        ..Default::default()
+    };
     assert_eq!(store.list(&by_ctx).await.unwrap().total, 1);
-    let by_state = TaskQuery { agent: "a".into(), state: Some(TaskState::Completed), limit: 10, ..Default::default() };
+    let by_state = TaskQuery {
+        agent: "a".into(),
+        state: Some(TaskState::Completed),
+        limit: 10,
+        ..Default::default()
+    };
     assert_eq!(store.list(&by_state).await.unwrap().total, 0);
-    let other_agent = TaskQuery { agent: "b".into(), limit: 10, ..Default::default() };
+    let other_agent = TaskQuery {
+        agent: "b".into(),
+        limit: 10,
+        ..Default::default()
+    };
     assert_eq!(store.list(&other_agent).await.unwrap().total, 0);
     assert_eq!(store.list_unfinished().await.unwrap().len(), 4);
 }
@@ -121,14 +190,39 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
         owner: String::new(),
         created_at: Utc::now(),
     };
-    store.put_push_config(rec("t", "b", "https://1")).await.unwrap();
-    store.put_push_config(rec("t", "a", "https://2")).await.unwrap();
-    store.put_push_config(rec("t2", "a", "https://3")).await.unwrap();
-    store.put_push_config(rec("t", "b", "https://4")).await.unwrap();
+    store
+        .put_push_config(rec("t", "b", "https://1"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(rec("t", "a", "https://2"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(rec("t2", "a", "https://3"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(rec("t", "b", "https://4"))
+        .await
+        .unwrap();
     let list = store.list_push_configs("t").await.unwrap();
     let urls: Vec<&str> = list.iter().map(|r| r.config.url.as_str()).collect();
-    assert_eq!(urls, vec!["https://2", "https://4"], "ordered by id, upserted");
-    assert_eq!(store.get_push_config("t2", "a").await.unwrap().unwrap().config.url, "https://3");
+    assert_eq!(
+        urls,
+        vec!["https://2", "https://4"],
+        "ordered by id, upserted"
+    );
+    assert_eq!(
+        store
+            .get_push_config("t2", "a")
+            .await
+            .unwrap()
+            .unwrap()
+            .config
+            .url,
+        "https://3"
+    );
     assert!(store.delete_push_config("t", "a").await.unwrap());
     assert!(!store.delete_push_config("t", "a").await.unwrap());
     assert_eq!(store.list_push_configs("t").await.unwrap().len(), 1);
@@ -159,7 +253,8 @@ macro_rules! store_test_suite {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn concurrent_writers_never_both_win() {
-                $crate::suite::concurrent_writers_never_both_win(std::sync::Arc::new(make().await)).await;
+                $crate::suite::concurrent_writers_never_both_win(std::sync::Arc::new(make().await))
+                    .await;
             }
 
             #[tokio::test]

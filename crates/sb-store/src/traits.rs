@@ -31,7 +31,12 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn commit(&self, commit: TaskCommit) -> StoreResult<()>;
 
     /// Events with `seq > after`, in order, at most `limit`.
-    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> StoreResult<Vec<StoredEvent>>;
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>>;
 
     async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage>;
 
@@ -43,7 +48,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     /// Inserts or replaces the config with the same task id and config id.
     async fn put_push_config(&self, record: PushConfigRecord) -> StoreResult<()>;
-    async fn get_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<Option<PushConfigRecord>>;
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> StoreResult<Option<PushConfigRecord>>;
     /// All configs of a task, ordered by config id.
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>>;
     /// Returns whether a config was removed.

@@ -12,7 +12,9 @@ pub fn encode(cursor: &ListCursor) -> String {
 
 pub fn decode(token: &str) -> Result<ListCursor, A2AError> {
     let invalid = || A2AError::invalid_field("pageToken", "is not a token this server issued");
-    let bytes = URL_SAFE_NO_PAD.decode(token.trim()).map_err(|_| invalid())?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token.trim())
+        .map_err(|_| invalid())?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     let ts_millis = value["ts"].as_i64().ok_or_else(invalid)?;
     let id = value["id"].as_str().ok_or_else(invalid)?.to_owned();
@@ -25,7 +27,10 @@ mod tests {
 
     #[test]
     fn round_trip_and_garbage() {
-        let c = ListCursor { ts_millis: 42, id: "t".into() };
+        let c = ListCursor {
+            ts_millis: 42,
+            id: "t".into(),
+        };
         assert_eq!(decode(&encode(&c)).unwrap(), c);
         assert!(decode("!!").is_err());
         assert!(decode(&URL_SAFE_NO_PAD.encode("{}")).is_err());

@@ -8,9 +8,16 @@ use sb_store::{StoredEvent, TaskRecord};
 #[derive(Clone, Debug, PartialEq)]
 pub enum TaskUpdate {
     /// Move to `state`, with an optional status message (progress, question, reason).
-    Status { state: TaskState, message: Option<Message> },
+    Status {
+        state: TaskState,
+        message: Option<Message>,
+    },
     /// Add an artifact, or extend one (`append`) with more parts.
-    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    Artifact {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
     /// A user message for a task that waits for input: it joins the history and the task
     /// goes back to working.
     Resume { message: Message },
@@ -24,14 +31,20 @@ pub fn transition_allowed(from: TaskState, to: TaskState) -> bool {
     }
     match from {
         Submitted | Working => true,
-        InputRequired | AuthRequired => matches!(to, Working | Canceled | Failed | Rejected | Completed),
+        InputRequired | AuthRequired => {
+            matches!(to, Working | Canceled | Failed | Rejected | Completed)
+        }
         _ => false,
     }
 }
 
 /// Applies `update` to a copy of `record`, returning the new record (with `seq` advanced)
 /// and the event it produced; errors leave nothing changed.
-pub fn apply(record: &TaskRecord, update: TaskUpdate, now: DateTime<Utc>) -> Result<(TaskRecord, StoredEvent), A2AError> {
+pub fn apply(
+    record: &TaskRecord,
+    update: TaskUpdate,
+    now: DateTime<Utc>,
+) -> Result<(TaskRecord, StoredEvent), A2AError> {
     let mut next = record.clone();
     let task_id = record.task.id.clone();
     let context_id = record.task.context_id.clone();
@@ -64,11 +77,18 @@ pub fn apply(record: &TaskRecord, update: TaskUpdate, now: DateTime<Utc>) -> Res
                 metadata: None,
             })
         }
-        TaskUpdate::Artifact { artifact, append, last_chunk } => {
+        TaskUpdate::Artifact {
+            artifact,
+            append,
+            last_chunk,
+        } => {
             if from.is_terminal() {
                 return Err(A2AError::new(
                     ErrorKind::InvalidAgentResponse,
-                    format!("task {task_id} is {}; artifacts can no longer change", from.as_v03_str()),
+                    format!(
+                        "task {task_id} is {}; artifacts can no longer change",
+                        from.as_v03_str()
+                    ),
                 )
                 .with_task(&task_id));
             }
@@ -91,15 +111,27 @@ pub fn apply(record: &TaskRecord, update: TaskUpdate, now: DateTime<Utc>) -> Res
         }
     };
     next.seq = record.seq + 1;
-    let event = StoredEvent { task_id: next.task.id.clone(), seq: next.seq, event };
+    let event = StoredEvent {
+        task_id: next.task.id.clone(),
+        seq: next.seq,
+        event,
+    };
     Ok((next, event))
 }
 
 fn illegal(task_id: &str, from: TaskState, to: TaskState) -> A2AError {
-    let kind = if from.is_terminal() { ErrorKind::UnsupportedOperation } else { ErrorKind::InvalidAgentResponse };
+    let kind = if from.is_terminal() {
+        ErrorKind::UnsupportedOperation
+    } else {
+        ErrorKind::InvalidAgentResponse
+    };
     A2AError::new(
         kind,
-        format!("task {task_id} cannot move from {} to {}", from.as_v03_str(), to.as_v03_str()),
+        format!(
+            "task {task_id} cannot move from {} to {}",
+            from.as_v03_str(),
+            to.as_v03_str()
+        ),
     )
     .with_task(task_id)
 }
@@ -110,7 +142,11 @@ fn set_status(task: &mut Task, state: TaskState, message: Option<Message>, now: 
     if let Some(previous) = task.status.message.take() {
         task.history.push(previous);
     }
-    task.status = TaskStatus { state, message, timestamp: Some(now) };
+    task.status = TaskStatus {
+        state,
+        message,
+        timestamp: Some(now),
+    };
 }
 
 /// Fills the task and context ids on a message that belongs to the task.
@@ -121,11 +157,17 @@ pub fn stamp(mut message: Message, task_id: &str, context_id: &str) -> Message {
 }
 
 fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
-    match artifacts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
         Some(existing) if append => {
             existing.parts.extend(artifact.parts);
             if let Some(meta) = artifact.metadata {
-                existing.metadata.get_or_insert_with(Default::default).extend(meta);
+                existing
+                    .metadata
+                    .get_or_insert_with(Default::default)
+                    .extend(meta);
             }
             existing.extensions.extend(artifact.extensions);
         }
@@ -143,12 +185,22 @@ mod tests {
         let task = Task {
             id: "t".into(),
             context_id: "c".into(),
-            status: TaskStatus { state, message: Some(Message::agent_text("progress")), timestamp: None },
+            status: TaskStatus {
+                state,
+                message: Some(Message::agent_text("progress")),
+                timestamp: None,
+            },
             artifacts: vec![],
             history: vec![],
             metadata: None,
         };
-        TaskRecord { task, seq: 3, agent: "a".into(), owner: String::new(), created_at: Utc::now() }
+        TaskRecord {
+            task,
+            seq: 3,
+            agent: "a".into(),
+            owner: String::new(),
+            created_at: Utc::now(),
+        }
     }
 
     #[test]
@@ -168,34 +220,101 @@ mod tests {
     #[test]
     fn status_update_advances_seq_and_keeps_history() {
         let rec = record(Working);
-        let (next, event) = apply(&rec, TaskUpdate::Status { state: Completed, message: Some(Message::agent_text("done")) }, Utc::now()).unwrap();
+        let (next, event) = apply(
+            &rec,
+            TaskUpdate::Status {
+                state: Completed,
+                message: Some(Message::agent_text("done")),
+            },
+            Utc::now(),
+        )
+        .unwrap();
         assert_eq!(next.seq, 4);
         assert_eq!(event.seq, 4);
         assert_eq!(next.task.history[0].text(), "progress");
         let status_msg = next.task.status.message.as_ref().unwrap();
         assert_eq!(status_msg.task_id.as_deref(), Some("t"));
         assert_eq!(status_msg.context_id.as_deref(), Some("c"));
-        let err = apply(&next, TaskUpdate::Status { state: Working, message: None }, Utc::now()).unwrap_err();
+        let err = apply(
+            &next,
+            TaskUpdate::Status {
+                state: Working,
+                message: None,
+            },
+            Utc::now(),
+        )
+        .unwrap_err();
         assert_eq!(err.kind, ErrorKind::UnsupportedOperation);
     }
 
     #[test]
     fn artifacts_append_and_replace() {
         let rec = record(Working);
-        let art = |text: &str| Artifact { artifact_id: "a".into(), name: None, description: None, parts: vec![Part::text(text)], metadata: None, extensions: vec![] };
-        let (r1, _) = apply(&rec, TaskUpdate::Artifact { artifact: art("one"), append: false, last_chunk: false }, Utc::now()).unwrap();
-        let (r2, _) = apply(&r1, TaskUpdate::Artifact { artifact: art("two"), append: true, last_chunk: true }, Utc::now()).unwrap();
+        let art = |text: &str| Artifact {
+            artifact_id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: vec![],
+        };
+        let (r1, _) = apply(
+            &rec,
+            TaskUpdate::Artifact {
+                artifact: art("one"),
+                append: false,
+                last_chunk: false,
+            },
+            Utc::now(),
+        )
+        .unwrap();
+        let (r2, _) = apply(
+            &r1,
+            TaskUpdate::Artifact {
+                artifact: art("two"),
+                append: true,
+                last_chunk: true,
+            },
+            Utc::now(),
+        )
+        .unwrap();
         assert_eq!(r2.task.artifacts[0].parts.len(), 2);
-        let (r3, _) = apply(&r2, TaskUpdate::Artifact { artifact: art("all"), append: false, last_chunk: true }, Utc::now()).unwrap();
+        let (r3, _) = apply(
+            &r2,
+            TaskUpdate::Artifact {
+                artifact: art("all"),
+                append: false,
+                last_chunk: true,
+            },
+            Utc::now(),
+        )
+        .unwrap();
         assert_eq!(r3.task.artifacts.len(), 1);
         assert_eq!(r3.task.artifacts[0].parts[0].as_text(), Some("all"));
     }
 
     #[test]
     fn resume_only_from_interrupted() {
-        let user = Message { role: Role::User, ..Message::agent_text("answer") };
-        assert!(apply(&record(Working), TaskUpdate::Resume { message: user.clone() }, Utc::now()).is_err());
-        let (next, _) = apply(&record(InputRequired), TaskUpdate::Resume { message: user }, Utc::now()).unwrap();
+        let user = Message {
+            role: Role::User,
+            ..Message::agent_text("answer")
+        };
+        assert!(
+            apply(
+                &record(Working),
+                TaskUpdate::Resume {
+                    message: user.clone()
+                },
+                Utc::now()
+            )
+            .is_err()
+        );
+        let (next, _) = apply(
+            &record(InputRequired),
+            TaskUpdate::Resume { message: user },
+            Utc::now(),
+        )
+        .unwrap();
         assert_eq!(next.state(), Working);
         assert_eq!(next.task.history.last().unwrap().text(), "answer");
         assert!(next.task.status.message.is_none());

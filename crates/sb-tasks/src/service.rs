@@ -50,12 +50,22 @@ pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord>;
     /// Applies `update` only if the task is in one of `expected` states, in the same
     /// atomic step; returns `None` (and changes nothing) otherwise.
-    async fn update_if(&self, task_id: &str, expected: &[TaskState], update: TaskUpdate) -> TaskResult<Option<TaskRecord>>;
+    async fn update_if(
+        &self,
+        task_id: &str,
+        expected: &[TaskState],
+        update: TaskUpdate,
+    ) -> TaskResult<Option<TaskRecord>>;
     /// Cancels a task in one atomic step. An already-canceled task is returned as is
     /// (digest §11.7); any other terminal state is TaskNotCancelable.
     async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
     /// Events of the task after `after`, oldest first.
-    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> TaskResult<Vec<StoredEvent>>;
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> TaskResult<Vec<StoredEvent>>;
 }
 
 /// How often a conditional write is retried after losing a race before giving up. Each
@@ -95,7 +105,11 @@ impl LocalTaskService {
                 return Ok(record);
             };
             let (next, event) = lifecycle::apply(&record, update, Utc::now())?;
-            let commit = TaskCommit { expected_seq: record.seq, record: next.clone(), events: vec![event.clone()] };
+            let commit = TaskCommit {
+                expected_seq: record.seq,
+                record: next.clone(),
+                events: vec![event.clone()],
+            };
             match self.store.commit(commit).await {
                 Ok(()) => {
                     self.bus.publish(&event);
@@ -105,9 +119,11 @@ impl LocalTaskService {
                 Err(other) => return Err(store_error(other)),
             }
         }
-        Err(A2AError::internal(format!("task {task_id} is changing too fast to update; try again"))
-            .with_task(task_id)
-            .retryable(true))
+        Err(A2AError::internal(format!(
+            "task {task_id} is changing too fast to update; try again"
+        ))
+        .with_task(task_id)
+        .retryable(true))
     }
 
     /// Fails every task that was submitted or working when the process stopped: its
@@ -120,10 +136,15 @@ impl LocalTaskService {
             let reason = Message::agent_text(
                 "the server stopped while this task was running; send the message again to retry",
             );
-            let update = TaskUpdate::Status { state: TaskState::Failed, message: Some(reason) };
+            let update = TaskUpdate::Status {
+                state: TaskState::Failed,
+                message: Some(reason),
+            };
             match self.update(&record.task.id, update).await {
                 Ok(_) => failed += 1,
-                Err(e) => tracing::warn!(task_id = %record.task.id, error = %e, "could not fail an interrupted task"),
+                Err(e) => {
+                    tracing::warn!(task_id = %record.task.id, error = %e, "could not fail an interrupted task")
+                }
             }
         }
         Ok(failed)
@@ -140,14 +161,32 @@ impl TaskService for LocalTaskService {
         let task = Task {
             id: task_id.clone(),
             context_id,
-            status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) },
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(now),
+            },
             artifacts: Vec::new(),
             history: vec![message],
             metadata: new.metadata,
         };
-        let record = TaskRecord { task: task.clone(), seq: 1, agent: new.scope.agent, owner: new.scope.owner, created_at: now };
-        let event = StoredEvent { task_id: task_id.clone(), seq: 1, event: StreamResponse::Task(task) };
-        let commit = TaskCommit { expected_seq: 0, record: record.clone(), events: vec![event.clone()] };
+        let record = TaskRecord {
+            task: task.clone(),
+            seq: 1,
+            agent: new.scope.agent,
+            owner: new.scope.owner,
+            created_at: now,
+        };
+        let event = StoredEvent {
+            task_id: task_id.clone(),
+            seq: 1,
+            event: StreamResponse::Task(task),
+        };
+        let commit = TaskCommit {
+            expected_seq: 0,
+            record: record.clone(),
+            events: vec![event.clone()],
+        };
         self.store.commit(commit).await.map_err(store_error)?;
         self.bus.publish(&event);
         tracing::info!(task_id = %task_id, agent = %record.agent, "task created");
@@ -189,7 +228,12 @@ impl TaskService for LocalTaskService {
         self.mutate(task_id, |_| Ok(Some(update.clone()))).await
     }
 
-    async fn update_if(&self, task_id: &str, expected: &[TaskState], update: TaskUpdate) -> TaskResult<Option<TaskRecord>> {
+    async fn update_if(
+        &self,
+        task_id: &str,
+        expected: &[TaskState],
+        update: TaskUpdate,
+    ) -> TaskResult<Option<TaskRecord>> {
         let mut applied = false;
         let record = self
             .mutate(task_id, |record| {
@@ -206,7 +250,10 @@ impl TaskService for LocalTaskService {
             TaskState::Canceled => Ok(None),
             state if state.is_terminal() => Err(A2AError::new(
                 ErrorKind::TaskNotCancelable,
-                format!("task {task_id} is already {} and cannot be canceled", state.as_v03_str()),
+                format!(
+                    "task {task_id} is already {} and cannot be canceled",
+                    state.as_v03_str()
+                ),
             )
             .with_task(task_id)),
             _ => Ok(Some(TaskUpdate::Status {
@@ -217,8 +264,16 @@ impl TaskService for LocalTaskService {
         .await
     }
 
-    async fn events_after(&self, task_id: &str, after: u64, limit: usize) -> TaskResult<Vec<StoredEvent>> {
-        self.store.events_after(task_id, after, limit).await.map_err(store_error)
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> TaskResult<Vec<StoredEvent>> {
+        self.store
+            .events_after(task_id, after, limit)
+            .await
+            .map_err(store_error)
     }
 }
 
@@ -231,37 +286,93 @@ mod tests {
     }
 
     fn scope() -> Scope {
-        Scope { agent: "a".into(), owner: String::new() }
+        Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        }
     }
 
     fn user(text: &str) -> Message {
-        Message { role: Role::User, ..Message::agent_text(text) }
+        Message {
+            role: Role::User,
+            ..Message::agent_text(text)
+        }
     }
 
     #[tokio::test]
     async fn create_get_and_scope() {
         let svc = service();
-        let rec = svc.create(NewTask { scope: scope(), message: user("hi"), metadata: None }).await.unwrap();
+        let rec = svc
+            .create(NewTask {
+                scope: scope(),
+                message: user("hi"),
+                metadata: None,
+            })
+            .await
+            .unwrap();
         assert_eq!(rec.state(), TaskState::Submitted);
-        assert_eq!(rec.task.history[0].task_id.as_deref(), Some(rec.task.id.as_str()));
+        assert_eq!(
+            rec.task.history[0].task_id.as_deref(),
+            Some(rec.task.id.as_str())
+        );
         assert!(svc.get(&scope(), &rec.task.id).await.is_ok());
-        let other = Scope { agent: "b".into(), owner: String::new() };
-        assert_eq!(svc.get(&other, &rec.task.id).await.unwrap_err().kind, ErrorKind::TaskNotFound);
-        let stranger = Scope { agent: "a".into(), owner: "mallory".into() };
-        assert_eq!(svc.cancel(&stranger, &rec.task.id).await.unwrap_err().kind, ErrorKind::TaskNotFound);
+        let other = Scope {
+            agent: "b".into(),
+            owner: String::new(),
+        };
+        assert_eq!(
+            svc.get(&other, &rec.task.id).await.unwrap_err().kind,
+            ErrorKind::TaskNotFound
+        );
+        let stranger = Scope {
+            agent: "a".into(),
+            owner: "mallory".into(),
+        };
+        assert_eq!(
+            svc.cancel(&stranger, &rec.task.id).await.unwrap_err().kind,
+            ErrorKind::TaskNotFound
+        );
     }
 
     #[tokio::test]
     async fn cancel_rules() {
         let svc = service();
-        let rec = svc.create(NewTask { scope: scope(), message: user("hi"), metadata: None }).await.unwrap();
+        let rec = svc
+            .create(NewTask {
+                scope: scope(),
+                message: user("hi"),
+                metadata: None,
+            })
+            .await
+            .unwrap();
         let id = rec.task.id.clone();
-        assert_eq!(svc.cancel(&scope(), &id).await.unwrap().state(), TaskState::Canceled);
+        assert_eq!(
+            svc.cancel(&scope(), &id).await.unwrap().state(),
+            TaskState::Canceled
+        );
         let again = svc.cancel(&scope(), &id).await.unwrap();
         assert_eq!(again.seq, 2, "canceling twice writes nothing");
-        let done = svc.create(NewTask { scope: scope(), message: user("x"), metadata: None }).await.unwrap();
-        svc.update(&done.task.id, TaskUpdate::Status { state: TaskState::Completed, message: None }).await.unwrap();
-        assert_eq!(svc.cancel(&scope(), &done.task.id).await.unwrap_err().kind, ErrorKind::TaskNotCancelable);
+        let done = svc
+            .create(NewTask {
+                scope: scope(),
+                message: user("x"),
+                metadata: None,
+            })
+            .await
+            .unwrap();
+        svc.update(
+            &done.task.id,
+            TaskUpdate::Status {
+                state: TaskState::Completed,
+                message: None,
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            svc.cancel(&scope(), &done.task.id).await.unwrap_err().kind,
+            ErrorKind::TaskNotCancelable
+        );
     }
 
     /// A cancel racing a completion: exactly one wins, and the loser sees why.
@@ -269,11 +380,25 @@ mod tests {
     async fn cancel_never_overwrites_a_terminal_state() {
         let svc = Arc::new(service());
         for _ in 0..1000 {
-            let rec = svc.create(NewTask { scope: scope(), message: user("race"), metadata: None }).await.unwrap();
+            let rec = svc
+                .create(NewTask {
+                    scope: scope(),
+                    message: user("race"),
+                    metadata: None,
+                })
+                .await
+                .unwrap();
             let id = rec.task.id.clone();
             let (s1, s2, i1, i2) = (svc.clone(), svc.clone(), id.clone(), id.clone());
             let complete = tokio::spawn(async move {
-                s1.update(&i1, TaskUpdate::Status { state: TaskState::Completed, message: None }).await
+                s1.update(
+                    &i1,
+                    TaskUpdate::Status {
+                        state: TaskState::Completed,
+                        message: None,
+                    },
+                )
+                .await
             });
             let cancel = tokio::spawn(async move { s2.cancel(&scope(), &i2).await });
             let completed = complete.await.unwrap();
@@ -298,28 +423,74 @@ mod tests {
     #[tokio::test]
     async fn recovery_fails_running_tasks_only() {
         let svc = service();
-        let running = svc.create(NewTask { scope: scope(), message: user("a"), metadata: None }).await.unwrap();
-        let waiting = svc.create(NewTask { scope: scope(), message: user("b"), metadata: None }).await.unwrap();
-        svc.update(&waiting.task.id, TaskUpdate::Status { state: TaskState::InputRequired, message: None }).await.unwrap();
+        let running = svc
+            .create(NewTask {
+                scope: scope(),
+                message: user("a"),
+                metadata: None,
+            })
+            .await
+            .unwrap();
+        let waiting = svc
+            .create(NewTask {
+                scope: scope(),
+                message: user("b"),
+                metadata: None,
+            })
+            .await
+            .unwrap();
+        svc.update(
+            &waiting.task.id,
+            TaskUpdate::Status {
+                state: TaskState::InputRequired,
+                message: None,
+            },
+        )
+        .await
+        .unwrap();
         assert_eq!(svc.recover_unfinished().await.unwrap(), 1);
         let failed = svc.get(&scope(), &running.task.id).await.unwrap();
         assert_eq!(failed.state(), TaskState::Failed);
-        assert!(failed.task.status.message.unwrap().text().contains("server stopped"));
-        assert_eq!(svc.get(&scope(), &waiting.task.id).await.unwrap().state(), TaskState::InputRequired);
+        assert!(
+            failed
+                .task
+                .status
+                .message
+                .unwrap()
+                .text()
+                .contains("server stopped")
+        );
+        assert_eq!(
+            svc.get(&scope(), &waiting.task.id).await.unwrap().state(),
+            TaskState::InputRequired
+        );
     }
 
     #[tokio::test]
     async fn list_pages_with_tokens() {
         let svc = service();
         for i in 0..3 {
-            svc.create(NewTask { scope: scope(), message: user(&format!("{i}")), metadata: None }).await.unwrap();
+            svc.create(NewTask {
+                scope: scope(),
+                message: user(&format!("{i}")),
+                metadata: None,
+            })
+            .await
+            .unwrap();
         }
-        let req = ListTasksRequest { page_size: Some(2), ..Default::default() };
+        let req = ListTasksRequest {
+            page_size: Some(2),
+            ..Default::default()
+        };
         let first = svc.list(&scope(), &req).await.unwrap();
         assert_eq!(first.records.len(), 2);
         assert_eq!(first.total, 3);
         assert!(!first.next_page_token.is_empty());
-        let req = ListTasksRequest { page_size: Some(2), page_token: Some(first.next_page_token), ..Default::default() };
+        let req = ListTasksRequest {
+            page_size: Some(2),
+            page_token: Some(first.next_page_token),
+            ..Default::default()
+        };
         let second = svc.list(&scope(), &req).await.unwrap();
         assert_eq!(second.records.len(), 1);
         assert!(second.next_page_token.is_empty());

@@ -84,5 +84,23 @@ for (const mode of MODES) {
       assert.deepEqual(arts.map((a) => a.name), ['facts']);
       assert.ok(textOf(arts[0].parts).toLowerCase().includes('paris'));
     });
+    // a2a-sdk 1.3.0's server stores such a follow-up with a fresh contextId
+    // (a2a-spec.md §11.16), so this test fails against it by design.
+    test('a follow-up with only taskId keeps the task contextId', { timeout: 40000 }, async () => {
+      const { client } = await makeClient('consolidate', mode);
+      const asked = await send(client, userMessage(CONTRADICTION));
+      assert.equal(stateName(asked.status.state), 'TASK_STATE_INPUT_REQUIRED');
+
+      const done = await send(client, userMessage(ANSWER, { taskId: asked.id }));
+      assert.equal(done.id, asked.id);
+      assert.equal(done.contextId, asked.contextId);
+      assert.equal(stateName(done.status.state), 'TASK_STATE_COMPLETED');
+      assert.ok(factsText(done).toLowerCase().includes('paris'));
+
+      const final = await client.getTask({ tenant: '', id: asked.id });
+      assert.deepEqual([...new Set(final.history.map((m) => m.contextId))], [asked.contextId]);
+      const userTexts = final.history.filter((m) => m.role === Role.ROLE_USER).map((m) => textOf(m.parts));
+      assert.deepEqual(userTexts, [CONTRADICTION, ANSWER]);
+    });
   });
 }

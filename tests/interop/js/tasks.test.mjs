@@ -91,13 +91,6 @@ for (const mode of MODES) {
         assert.equal(pages, 3);
         assert.deepEqual(seen, [...created].reverse());
       });
-    } else {
-      test('ListTasks does not exist in 0.3: the client refuses locally', { timeout: 10000 }, async () => {
-        const { client, wire } = await makeClient('echo', mode);
-        const before = wire.requests.length;
-        await rejects(Promise.resolve().then(() => client.listTasks(listReq({}))));
-        assert.equal(wire.requests.length, before, 'no request should reach the server');
-      });
     }
 
     test('subscribe to a running consolidate task: Task first, live progress, completed last', { timeout: 40000 }, async () => {

@@ -90,3 +90,25 @@ async def test_input_required_then_resume_streaming(http, mode):
     arts = [e.artifact_update.artifact for e in second if e.HasField('artifact_update')]
     assert [a.name for a in arts] == ['facts']
     assert 'paris' in text_of(arts[0].parts).lower()
+
+
+@pytest.mark.timeout(40)
+async def test_resume_with_task_id_only_keeps_context(http, mode):
+    """A follow-up carrying only taskId: the server infers the contextId (1.0 §3.4.3).
+
+    a2a-sdk 1.3.0's server stores such a follow-up with a fresh contextId
+    (a2a-spec.md §11.16), so this test fails against it by design.
+    """
+    client = await make_client(http, 'consolidate', mode)
+    asked = await send(client, user_message(CONTRADICTION))
+    assert state_name(asked.status.state) == 'TASK_STATE_INPUT_REQUIRED'
+
+    done = await send(client, user_message(ANSWER, task_id=asked.id))
+    assert done.id == asked.id
+    assert done.context_id == asked.context_id
+    assert state_name(done.status.state) == 'TASK_STATE_COMPLETED'
+    assert 'paris' in facts_text(done).lower()
+
+    final = await client.get_task(GetTaskRequest(id=asked.id))
+    assert {m.context_id for m in final.history} == {asked.context_id}
+    assert [text_of(m.parts) for m in final.history if m.role == Role.ROLE_USER] == [CONTRADICTION, ANSWER]

@@ -12,7 +12,13 @@ impl Agent for ConformanceAgent {
     fn describe(&self) -> AgentDescriptor {
         AgentDescriptor {
             description: "Implements the behaviours the A2A conformance suite (TCK) drives.".into(),
-            skills: vec![super::skill("conformance", "Conformance", "TCK system-under-test behaviours", &["tck"], &[])],
+            skills: vec![super::skill(
+                "conformance",
+                "Conformance",
+                "TCK system-under-test behaviours",
+                &["tck"],
+                &[],
+            )],
             input_modes: super::text_modes(),
             output_modes: super::text_modes(),
         }
@@ -21,7 +27,13 @@ impl Agent for ConformanceAgent {
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
         let text = ctx.message.text();
         reporter.working(None).await?;
-        reporter.artifact(text_artifact("response", "response", text.clone()), false, true).await?;
+        reporter
+            .artifact(
+                text_artifact("response", "response", text.clone()),
+                false,
+                true,
+            )
+            .await?;
         reporter.complete(Some(text)).await?;
         Ok(())
     }

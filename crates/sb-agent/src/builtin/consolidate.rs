@@ -18,22 +18,32 @@ pub struct ConsolidateAgent {
 
 impl Default for ConsolidateAgent {
     fn default() -> Self {
-        ConsolidateAgent { pause: Duration::from_millis(200) }
+        ConsolidateAgent {
+            pause: Duration::from_millis(200),
+        }
     }
 }
 
 const DIET_WORDS: [&str; 2] = ["vegetarian", "vegan"];
-const MEAT_WORDS: [&str; 11] =
-    ["steak", "beef", "chicken", "pork", "bacon", "ham", "burger", "meat", "lamb", "sausage", "fish"];
+const MEAT_WORDS: [&str; 11] = [
+    "steak", "beef", "chicken", "pork", "bacon", "ham", "burger", "meat", "lamb", "sausage", "fish",
+];
 const NEGATORS: [&str; 3] = ["not", "never", "no"];
-const FILLER: [&str; 10] = ["the", "a", "an", "user", "is", "does", "do", "did", "to", "and"];
+const FILLER: [&str; 10] = [
+    "the", "a", "an", "user", "is", "does", "do", "did", "to", "and",
+];
 
 fn words(text: &str) -> Vec<String> {
     text.to_lowercase()
         .replace("n't", " not")
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| w.strip_suffix('s').filter(|s| s.len() > 3).unwrap_or(w).to_owned())
+        .map(|w| {
+            w.strip_suffix('s')
+                .filter(|s| s.len() > 3)
+                .unwrap_or(w)
+                .to_owned()
+        })
         .collect()
 }
 
@@ -65,7 +75,11 @@ pub(crate) fn contradicts(a: &str, b: &str) -> bool {
 fn extract_facts(transcripts: &str) -> Vec<String> {
     let mut facts: Vec<String> = Vec::new();
     for line in transcripts.lines() {
-        let fact = line.trim().trim_end_matches(['.', '!', ';']).trim().to_owned();
+        let fact = line
+            .trim()
+            .trim_end_matches(['.', '!', ';'])
+            .trim()
+            .to_owned();
         if !fact.is_empty() && !facts.iter().any(|f| f.eq_ignore_ascii_case(&fact)) {
             facts.push(fact);
         }
@@ -79,7 +93,11 @@ fn resolve(facts: &mut Vec<String>, i: usize, j: usize, answer: &str) {
     if answer_words.contains("both") {
         return;
     }
-    let score = |fact: &str| content_words(&words(fact)).intersection(&answer_words).count();
+    let score = |fact: &str| {
+        content_words(&words(fact))
+            .intersection(&answer_words)
+            .count()
+    };
     let (si, sj) = (score(&facts[i]), score(&facts[j]));
     let drop = match si.cmp(&sj) {
         std::cmp::Ordering::Greater => Some(j),
@@ -118,9 +136,10 @@ fn consolidate(facts: &mut Vec<String>, answers: &[String]) -> Option<(String, S
 impl Agent for ConsolidateAgent {
     fn describe(&self) -> AgentDescriptor {
         AgentDescriptor {
-            description: "Consolidates conversation transcripts (one per line) into a list of facts, \
+            description:
+                "Consolidates conversation transcripts (one per line) into a list of facts, \
                           asking the user when two facts contradict each other."
-                .into(),
+                    .into(),
             skills: vec![super::skill(
                 "consolidate",
                 "Memory consolidation",
@@ -139,7 +158,9 @@ impl Agent for ConsolidateAgent {
         let answers: Vec<String> = user_messages.collect();
         let lines = transcripts.lines().filter(|l| !l.trim().is_empty()).count();
         if lines == 0 {
-            reporter.reject("send at least one transcript, one per line".into()).await?;
+            reporter
+                .reject("send at least one transcript, one per line".into())
+                .await?;
             return Ok(());
         }
         if answers.is_empty() {
@@ -148,10 +169,14 @@ impl Agent for ConsolidateAgent {
                     () = tokio::time::sleep(self.pause) => {}
                     () = ctx.cancel.cancelled() => return Ok(()),
                 }
-                reporter.working(Some(format!("transcript {k}/{lines}"))).await?;
+                reporter
+                    .working(Some(format!("transcript {k}/{lines}")))
+                    .await?;
             }
         } else {
-            reporter.working(Some("applying your answer".into())).await?;
+            reporter
+                .working(Some("applying your answer".into()))
+                .await?;
         }
         let mut facts = extract_facts(&transcripts);
         if let Some((a, b)) = consolidate(&mut facts, &answers) {
@@ -163,9 +188,18 @@ impl Agent for ConsolidateAgent {
             return Ok(());
         }
         let listing: Vec<String> = facts.iter().map(|f| format!("- {f}")).collect();
-        reporter.artifact(text_artifact("facts", "facts", listing.join("\n")), false, true).await?;
         reporter
-            .complete(Some(format!("consolidated {} facts from {lines} transcripts", facts.len())))
+            .artifact(
+                text_artifact("facts", "facts", listing.join("\n")),
+                false,
+                true,
+            )
+            .await?;
+        reporter
+            .complete(Some(format!(
+                "consolidated {} facts from {lines} transcripts",
+                facts.len()
+            )))
             .await?;
         Ok(())
     }
@@ -177,19 +211,42 @@ mod tests {
 
     #[test]
     fn finds_contradictions() {
-        assert!(contradicts("the user is vegetarian", "the user ordered a steak"));
-        assert!(contradicts("The user ordered a steak.", "the user is vegan"));
-        assert!(contradicts("the user likes coffee", "the user doesn't like coffee"));
+        assert!(contradicts(
+            "the user is vegetarian",
+            "the user ordered a steak"
+        ));
+        assert!(contradicts(
+            "The user ordered a steak.",
+            "the user is vegan"
+        ));
+        assert!(contradicts(
+            "the user likes coffee",
+            "the user doesn't like coffee"
+        ));
         assert!(!contradicts("the user likes coffee", "the user likes tea"));
-        assert!(!contradicts("the user is not vegetarian", "the user ordered a steak"));
+        assert!(!contradicts(
+            "the user is not vegetarian",
+            "the user ordered a steak"
+        ));
     }
 
     #[test]
     fn answers_resolve_in_order() {
-        let mut facts = extract_facts("the user is vegetarian\nthe user lives in Paris\nthe user ordered a steak\n");
+        let mut facts = extract_facts(
+            "the user is vegetarian\nthe user lives in Paris\nthe user ordered a steak\n",
+        );
         let open = consolidate(&mut facts.clone(), &[]);
-        assert_eq!(open, Some(("the user is vegetarian".into(), "the user ordered a steak".into())));
+        assert_eq!(
+            open,
+            Some((
+                "the user is vegetarian".into(),
+                "the user ordered a steak".into()
+            ))
+        );
         assert_eq!(consolidate(&mut facts, &["yes, vegetarian".into()]), None);
-        assert_eq!(facts, vec!["the user is vegetarian", "the user lives in Paris"]);
+        assert_eq!(
+            facts,
+            vec!["the user is vegetarian", "the user lives in Paris"]
+        );
     }
 }

@@ -11,8 +11,15 @@ pub struct EchoAgent;
 impl Agent for EchoAgent {
     fn describe(&self) -> AgentDescriptor {
         AgentDescriptor {
-            description: "Replies with the text it was sent: a task that completes with one artifact.".into(),
-            skills: vec![super::skill("echo", "Echo", "Returns the message text unchanged", &["echo", "test"], &["hello"])],
+            description:
+                "Replies with the text it was sent: a task that completes with one artifact.".into(),
+            skills: vec![super::skill(
+                "echo",
+                "Echo",
+                "Returns the message text unchanged",
+                &["echo", "test"],
+                &["hello"],
+            )],
             input_modes: super::text_modes(),
             output_modes: super::text_modes(),
         }
@@ -21,7 +28,9 @@ impl Agent for EchoAgent {
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
         let text = ctx.message.text();
         reporter.working(None).await?;
-        reporter.artifact(text_artifact("echo", "echo", text.clone()), false, true).await?;
+        reporter
+            .artifact(text_artifact("echo", "echo", text.clone()), false, true)
+            .await?;
         reporter.complete(Some(text)).await?;
         Ok(())
     }

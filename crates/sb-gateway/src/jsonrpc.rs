@@ -1,0 +1,247 @@
+//! The JSON-RPC binding, both versions on one URL: the method name picks the dialect
+//! (slash names are 0.3, PascalCase names 1.0), `A2A-Version` must be one we speak.
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use sb_protocol::jsonrpc::{self, Operation};
+use sb_protocol::requests::*;
+use sb_protocol::v03::{self, Dialect03};
+use sb_protocol::*;
+use sb_tasks::Scope;
+use serde_json::{Map, Value};
+
+use crate::ops;
+use crate::wire::{self, Wire, json_response};
+use crate::{AppState, Request};
+
+const KIND: Dialect03 = Dialect03::KindJson;
+
+fn reply(id: &Value, result: Result<Value, A2AError>, version: Version) -> Response {
+    let body = match result {
+        Ok(value) => jsonrpc::success(id, value),
+        Err(err) => jsonrpc::failure(id, &err, version),
+    };
+    json_response(StatusCode::OK, &body)
+}
+
+/// Handles one JSON-RPC POST.
+pub async fn handle(state: &AppState, scope: &Scope, req: Request) -> Response {
+    let header_version = Version::negotiate(req.header("a2a-version"));
+    let envelope_version = header_version.clone().unwrap_or(Version::V1_0);
+    if let Err(err) = check_json_content_type(&req.headers) {
+        return reply(&Value::Null, Err(err), envelope_version);
+    }
+    let rpc = match jsonrpc::parse_request(&req.body) {
+        Ok(rpc) => rpc,
+        Err(e) => return reply(&e.id, Err(e.error), envelope_version),
+    };
+    let Some((op, version)) = jsonrpc::resolve_method(&rpc.method) else {
+        let err = A2AError::new(
+            ErrorKind::MethodNotFound,
+            format!(
+                "method \"{}\" does not exist; A2A 1.0 methods are PascalCase (e.g. SendMessage), 0.3 methods look like message/send",
+                rpc.method
+            ),
+        );
+        return reply(&rpc.id, Err(err), envelope_version);
+    };
+    if let Err(err) = header_version {
+        return reply(&rpc.id, Err(err), version);
+    }
+    let wire = match version {
+        Version::V1_0 => Wire::V1,
+        Version::V0_3 => Wire::V03(KIND),
+    };
+    if op.is_streaming() {
+        return stream(state, scope, &req, rpc.id, rpc.params, op, wire).await;
+    }
+    let result = unary(state, scope, rpc.params, op, wire).await;
+    reply(&rpc.id, result, version)
+}
+
+/// Accepts `application/json` (and `application/a2a+json`); a missing header is taken as
+/// JSON, anything else is refused before the body is read (-32005).
+pub(crate) fn check_json_content_type(headers: &HeaderMap) -> Result<(), A2AError> {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if media == "application/json" || media == "application/a2a+json" {
+        return Ok(());
+    }
+    Err(A2AError::new(
+        ErrorKind::ContentTypeNotSupported,
+        format!("Content-Type \"{media}\" is not supported; send application/json"),
+    ))
+}
+
+fn take_str(params: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match params.remove(key) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageRequest, A2AError> {
+    match wire {
+        Wire::V1 => parse_params(params),
+        Wire::V03(dialect) => {
+            let normalized = v03::send_params_from_v03(params, dialect)
+                .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))?;
+            parse_params(normalized)
+        }
+    }
+}
+
+async fn unary(
+    state: &AppState,
+    scope: &Scope,
+    params: Value,
+    op: Operation,
+    wire: Wire,
+) -> Result<Value, A2AError> {
+    let version = wire.version();
+    let Value::Object(mut obj) = params else {
+        return Err(A2AError::invalid_params("params must be an object"));
+    };
+    match (op, version) {
+        (Operation::SendMessage, _) => {
+            let req = decode_send(Value::Object(obj), wire)?;
+            let task = ops::send(state, scope, req, version).await?;
+            Ok(wire.send_result(&task))
+        }
+        (Operation::GetTask, Version::V1_0) => {
+            let req: GetTaskRequest = parse_params(Value::Object(obj))?;
+            Ok(wire.task(&ops::get_task(state, scope, &req).await?))
+        }
+        (Operation::GetTask, Version::V0_3) => {
+            let mut req: GetTaskRequest = parse_params(Value::Object(obj))?;
+            // 0.3: historyLength 0 meant "no limit" (digest §9.2).
+            if req.history_length == Some(0) {
+                req.history_length = None;
+            }
+            Ok(wire.task(&ops::get_task(state, scope, &req).await?))
+        }
+        (Operation::ListTasks, _) => {
+            let req: ListTasksRequest = parse_params(Value::Object(obj))?;
+            let listing = ops::list_tasks(state, scope, &req).await?;
+            serde_json::to_value(listing).map_err(|e| A2AError::internal(e.to_string()))
+        }
+        (Operation::CancelTask, _) => {
+            let req: TaskIdRequest = parse_params(Value::Object(obj))?;
+            Ok(wire.task(&ops::cancel_task(state, scope, &req.id).await?))
+        }
+        (Operation::CreatePushConfig, Version::V1_0) => {
+            let config: TaskPushNotificationConfig = parse_params(Value::Object(obj))?;
+            Ok(wire.push_config(&ops::create_push_config(state, scope, config, version).await?))
+        }
+        (Operation::CreatePushConfig, Version::V0_3) => {
+            let task_id = take_str(&mut obj, "taskId").unwrap_or_default();
+            let inner = obj
+                .remove("pushNotificationConfig")
+                .ok_or_else(|| A2AError::invalid_field("pushNotificationConfig", "is required"))?;
+            let flat = v03::push_inner_from_v03(inner).map_err(A2AError::invalid_params)?;
+            let mut config: TaskPushNotificationConfig = parse_params(flat)?;
+            config.task_id = task_id;
+            Ok(wire.push_config(&ops::create_push_config(state, scope, config, version).await?))
+        }
+        (Operation::GetPushConfig, Version::V1_0) => {
+            let req: PushConfigRequest = parse_params(Value::Object(obj))?;
+            let id = req
+                .id
+                .ok_or_else(|| A2AError::invalid_field("id", "is required"))?;
+            Ok(wire
+                .push_config(&ops::get_push_config(state, scope, &req.task_id, Some(&id)).await?))
+        }
+        (Operation::GetPushConfig, Version::V0_3) => {
+            let task_id = take_str(&mut obj, "id").unwrap_or_default();
+            let config_id = take_str(&mut obj, "pushNotificationConfigId");
+            Ok(wire.push_config(
+                &ops::get_push_config(state, scope, &task_id, config_id.as_deref()).await?,
+            ))
+        }
+        (Operation::ListPushConfigs, Version::V1_0) => {
+            let req: ListPushConfigsRequest = parse_params(Value::Object(obj))?;
+            let configs = ops::list_push_configs(state, scope, &req.task_id).await?;
+            let listing = ListPushConfigsResponse {
+                configs,
+                next_page_token: String::new(),
+            };
+            serde_json::to_value(listing).map_err(|e| A2AError::internal(e.to_string()))
+        }
+        (Operation::ListPushConfigs, Version::V0_3) => {
+            let task_id = take_str(&mut obj, "id").unwrap_or_default();
+            let configs = ops::list_push_configs(state, scope, &task_id).await?;
+            Ok(Value::Array(
+                configs.iter().map(|c| wire.push_config(c)).collect(),
+            ))
+        }
+        (Operation::DeletePushConfig, Version::V1_0) => {
+            let req: PushConfigRequest = parse_params(Value::Object(obj))?;
+            ops::delete_push_config(
+                state,
+                scope,
+                &req.task_id,
+                req.id.as_deref().unwrap_or_default(),
+            )
+            .await?;
+            Ok(Value::Null)
+        }
+        (Operation::DeletePushConfig, Version::V0_3) => {
+            let task_id = take_str(&mut obj, "id").unwrap_or_default();
+            let config_id = take_str(&mut obj, "pushNotificationConfigId").unwrap_or_default();
+            ops::delete_push_config(state, scope, &task_id, &config_id).await?;
+            Ok(Value::Null)
+        }
+        (Operation::GetExtendedCard, _) => Err(ops::extended_card(version)),
+        (Operation::SendStreamingMessage | Operation::SubscribeToTask, _) => {
+            Err(A2AError::internal("streaming operation routed as unary"))
+        }
+    }
+}
+
+async fn stream(
+    state: &AppState,
+    scope: &Scope,
+    req: &Request,
+    id: Value,
+    params: Value,
+    op: Operation,
+    wire: Wire,
+) -> Response {
+    let version = wire.version();
+    let render_id = id.clone();
+    let render = move |item: Result<&ops::Frame, &A2AError>| match item {
+        Ok(frame) => jsonrpc::success(&render_id, wire.frame(frame)),
+        Err(err) => jsonrpc::failure(&render_id, err, version),
+    };
+    let frames = match op {
+        Operation::SendStreamingMessage => match decode_send(params, wire) {
+            Ok(send) => ops::send_streaming(state, scope, send, version).await,
+            Err(e) => Err(e),
+        },
+        _ => match parse_params::<TaskIdRequest>(params) {
+            Ok(sub) => ops::subscribe(state, scope, &sub.id, req.last_event_id()).await,
+            Err(e) => Err(e),
+        },
+    };
+    match frames {
+        Ok(frames) => wire::sse(frames, state.shutdown.clone(), render),
+        // 0.3 clients expect a finished task's resubscribe error inside the stream.
+        Err(err)
+            if version == Version::V0_3
+                && op == Operation::SubscribeToTask
+                && err.kind == ErrorKind::UnsupportedOperation =>
+        {
+            wire::sse_error(state.shutdown.clone(), render, err)
+        }
+        Err(err) => reply(&id, Err(err), version),
+    }
+}

@@ -1,0 +1,167 @@
+//! The public A2A edge: serves every hosted agent under `/agents/{name}/` (and the
+//! default agent at the root) over JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3, with SSE.
+//!
+//! # Layout
+//! - [`router`]: the axum router; all A2A paths go through one dispatcher that picks the
+//!   agent, then the card, JSON-RPC or REST handler.
+//! - [`ops`]: the operations, independent of binding and version.
+//! - [`jsonrpc`], [`rest`]: the two HTTP bindings, decoding and encoding per dialect.
+//! - [`wire`]: result encoding per dialect and SSE framing.
+//! - [`cards`]: Agent Card responses with conditional GET.
+//!
+//! The gateway holds no state of its own: tasks, streams, push configs and cards come
+//! from the services behind the traits in [`AppState`].
+
+pub mod cards;
+pub mod jsonrpc;
+pub mod ops;
+pub mod rest;
+pub mod wire;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::get;
+use sb_agent::AgentHost;
+use sb_fanout::Fanout;
+use sb_protocol::{A2AError, ErrorKind, Version};
+use sb_registry::CardRegistry;
+use sb_tasks::{Scope, TaskService};
+use sb_webhooks::PushConfigService;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the gateway calls, behind traits.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub tasks: Arc<dyn TaskService>,
+    pub fanout: Arc<dyn Fanout>,
+    pub push: Arc<dyn PushConfigService>,
+    pub registry: Arc<dyn CardRegistry>,
+    pub host: AgentHost,
+    /// Fires on shutdown: open streams end so connections drain.
+    pub shutdown: CancellationToken,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// A request as the handlers see it, body already read within the size limit.
+#[derive(Debug)]
+pub struct Request {
+    pub method: Method,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The resume cursor: a decimal `Last-Event-ID` (anything else counts as absent).
+    pub fn last_event_id(&self) -> Option<u64> {
+        self.header("last-event-id")?.trim().parse().ok()
+    }
+}
+
+/// The public router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .fallback(dispatch)
+        .with_state(state)
+}
+
+async fn dispatch(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let path = uri.path().to_owned();
+    // Reading stops at the limit, so an oversized body is never buffered whole.
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let err = A2AError::new(
+                ErrorKind::PayloadTooLarge,
+                format!(
+                    "request body exceeds the limit of {} bytes",
+                    state.max_body_bytes
+                ),
+            );
+            return wire::json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)}),
+            );
+        }
+    };
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (agent, rest, at_root) = match segments.as_slice() {
+        ["agents", name, rest @ ..] => ((*name).to_owned(), rest.to_vec(), false),
+        rest => match state.registry.default_agent() {
+            Some(name) => (name.to_owned(), rest.to_vec(), true),
+            None => return not_found(&path),
+        },
+    };
+    if state.host.agent(&agent).is_none() {
+        return not_found(&path);
+    }
+    let req = Request {
+        method,
+        path: path.clone(),
+        query: uri.query().map(str::to_owned),
+        headers,
+        body,
+    };
+    let card = if at_root {
+        state.registry.root_card()
+    } else {
+        state.registry.card(&agent)
+    };
+    match (req.method.clone(), rest.as_slice()) {
+        (Method::GET, [".well-known", "agent-card.json" | "agent.json"]) => {
+            return match card {
+                Some(entry) => cards::respond(entry, &req.headers),
+                None => not_found(&path),
+            };
+        }
+        // JSON-RPC lives at `{base}/a2a`; the TCK posts to the card URL with a trailing
+        // slash, and some clients post to the base itself.
+        (Method::POST, ["a2a"] | []) => {
+            let scope = Scope {
+                agent,
+                owner: String::new(),
+            };
+            return jsonrpc::handle(&state, &scope, req).await;
+        }
+        _ => {}
+    }
+    let scope = Scope {
+        agent,
+        owner: String::new(),
+    };
+    match rest::handle(&state, &scope, req, &rest).await {
+        Some(response) => response,
+        None => not_found(&path),
+    }
+}
+
+fn not_found(path: &str) -> Response {
+    let err = A2AError::new(
+        ErrorKind::MethodNotFound,
+        format!("no A2A endpoint at {path}"),
+    );
+    wire::json_response(StatusCode::NOT_FOUND, &err.rest_body(Version::V1_0))
+}

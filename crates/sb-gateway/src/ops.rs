@@ -1,0 +1,348 @@
+//! The A2A operations, independent of binding and version: every binding decodes its
+//! request into these calls and encodes what they return.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use sb_protocol::requests::*;
+use sb_protocol::*;
+use sb_store::TaskRecord;
+use sb_tasks::{NewTask, Scope, TaskUpdate};
+
+use crate::AppState;
+
+/// One frame of an outgoing stream: the event and the sequence number it carries as the
+/// SSE `id`.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub seq: u64,
+    pub event: StreamResponse,
+}
+
+pub type FrameStream = BoxStream<'static, Result<Frame, A2AError>>;
+
+/// Longest a blocking SendMessage waits before answering with the task as it is.
+const BLOCKING_WAIT: Duration = Duration::from_secs(600);
+
+/// Creates a task for a first message, or resumes the task a follow-up names; starts the
+/// agent's turn either way. Returns the task as committed by this step.
+async fn start_turn(
+    state: &AppState,
+    scope: &Scope,
+    req: &SendMessageRequest,
+    version: Version,
+) -> Result<TaskRecord, A2AError> {
+    req.validate()?;
+    let message = req.message.clone();
+    if let Some(task_id) = message.task_id.clone().filter(|t| !t.is_empty()) {
+        let existing = state.tasks.get(scope, &task_id).await?;
+        if let Some(ctx) = message.context_id.as_deref().filter(|c| !c.is_empty())
+            && ctx != existing.task.context_id
+        {
+            return Err(A2AError::invalid_field(
+                "message.contextId",
+                format!(
+                    "task {task_id} belongs to context {}, not {ctx}",
+                    existing.task.context_id
+                ),
+            )
+            .with_task(&task_id));
+        }
+        let current = existing.state();
+        if current.is_terminal() {
+            return Err(A2AError::unsupported(format!(
+                "task {task_id} is {} and accepts no more messages; send a new message without taskId to start a new task",
+                current.as_v03_str()
+            ))
+            .with_task(&task_id));
+        }
+        if !current.is_interrupted() {
+            return Err(A2AError::unsupported(format!(
+                "task {task_id} is {} and not waiting for input; send follow-ups when it asks for input",
+                current.as_v03_str()
+            ))
+            .with_task(&task_id)
+            .retryable(true));
+        }
+        let resumed = state
+            .tasks
+            .update(
+                &task_id,
+                TaskUpdate::Resume {
+                    message: message.clone(),
+                },
+            )
+            .await?;
+        register_inline_push(state, scope, req, &task_id, version).await?;
+        state.host.dispatch(&resumed, message);
+        return Ok(resumed);
+    }
+    for reference in &message.reference_task_ids {
+        state.tasks.get(scope, reference).await?;
+    }
+    let record = state
+        .tasks
+        .create(NewTask {
+            scope: scope.clone(),
+            message: message.clone(),
+            metadata: req.metadata.clone(),
+        })
+        .await?;
+    register_inline_push(state, scope, req, &record.task.id, version).await?;
+    state.host.dispatch(&record, record.task.history[0].clone());
+    Ok(record)
+}
+
+async fn register_inline_push(
+    state: &AppState,
+    scope: &Scope,
+    req: &SendMessageRequest,
+    task_id: &str,
+    version: Version,
+) -> Result<(), A2AError> {
+    let Some(config) = req
+        .configuration
+        .as_ref()
+        .and_then(|c| c.task_push_notification_config.clone())
+    else {
+        return Ok(());
+    };
+    let config = TaskPushNotificationConfig {
+        task_id: task_id.to_owned(),
+        ..config
+    };
+    state.push.create(scope, config, version).await.map(|_| ())
+}
+
+/// SendMessage: non-blocking returns the task as created; blocking waits until the task
+/// is terminal or interrupted (spec §3.2.2).
+pub async fn send(
+    state: &AppState,
+    scope: &Scope,
+    req: SendMessageRequest,
+    version: Version,
+) -> Result<Task, A2AError> {
+    let record = start_turn(state, scope, &req, version).await?;
+    let limit = history_limit(req.history_length());
+    if req.returns_immediately() {
+        return Ok(record.task.with_history_limit(limit));
+    }
+    let mut events = state.fanout.subscribe(&record.task.id, record.seq);
+    let waited = tokio::time::timeout(BLOCKING_WAIT, async {
+        while let Some(event) = events.next().await {
+            if event?.event.ends_stream() {
+                break;
+            }
+        }
+        Ok::<(), A2AError>(())
+    })
+    .await;
+    if let Ok(Err(e)) = waited {
+        return Err(e);
+    }
+    let now = state.tasks.get(scope, &record.task.id).await?;
+    Ok(now.task.with_history_limit(limit))
+}
+
+/// SendStreamingMessage: the task snapshot first, then its events until it ends or waits.
+pub async fn send_streaming(
+    state: &AppState,
+    scope: &Scope,
+    req: SendMessageRequest,
+    version: Version,
+) -> Result<FrameStream, A2AError> {
+    let record = start_turn(state, scope, &req, version).await?;
+    Ok(snapshot_then_live(
+        state,
+        record,
+        history_limit(req.history_length()),
+    ))
+}
+
+fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>) -> FrameStream {
+    let first = Frame {
+        seq: record.seq,
+        event: StreamResponse::Task(record.task.with_history_limit(limit)),
+    };
+    let ends_now = first.event.ends_stream();
+    let live = state
+        .fanout
+        .subscribe(&record.task.id, record.seq)
+        .map(|r| {
+            r.map(|e| Frame {
+                seq: e.seq,
+                event: e.event,
+            })
+        });
+    let head = futures::stream::once(async move { Ok(first) });
+    if ends_now {
+        return head.boxed();
+    }
+    until_end(head.chain(live).boxed())
+}
+
+/// Ends the stream after the frame that closes it (terminal or interrupted state), or
+/// after an error item.
+pub fn until_end(frames: FrameStream) -> FrameStream {
+    futures::stream::unfold((frames, false), |(mut frames, done)| async move {
+        if done {
+            return None;
+        }
+        let item = frames.next().await?;
+        let ends = match &item {
+            Ok(frame) => frame.event.ends_stream(),
+            Err(_) => true,
+        };
+        Some((item, (frames, ends)))
+    })
+    .boxed()
+}
+
+/// SubscribeToTask: without a cursor, the current task then live events (a finished
+/// task is an error, spec §3.1.6); with a `Last-Event-ID` cursor, exactly the events
+/// after it.
+pub async fn subscribe(
+    state: &AppState,
+    scope: &Scope,
+    task_id: &str,
+    cursor: Option<u64>,
+) -> Result<FrameStream, A2AError> {
+    require_id(task_id, "id")?;
+    let record = state.tasks.get(scope, task_id).await?;
+    match cursor {
+        Some(after) if after <= record.seq => {
+            let frames = state.fanout.subscribe(task_id, after).map(|r| {
+                r.map(|e| Frame {
+                    seq: e.seq,
+                    event: e.event,
+                })
+            });
+            if after == record.seq && record.state().is_terminal() {
+                return Ok(futures::stream::empty().boxed());
+            }
+            Ok(until_end(frames.boxed()))
+        }
+        _ if record.state().is_terminal() => Err(A2AError::unsupported(format!(
+            "task {task_id} is already {}; use GetTask to read its result",
+            record.state().as_v03_str()
+        ))
+        .with_task(task_id)),
+        _ => Ok(snapshot_then_live(state, record, None)),
+    }
+}
+
+pub async fn get_task(
+    state: &AppState,
+    scope: &Scope,
+    req: &GetTaskRequest,
+) -> Result<Task, A2AError> {
+    require_id(&req.id, "id")?;
+    validate_history_length(req.history_length)?;
+    let record = state.tasks.get(scope, &req.id).await?;
+    Ok(record
+        .task
+        .with_history_limit(history_limit(req.history_length)))
+}
+
+pub async fn list_tasks(
+    state: &AppState,
+    scope: &Scope,
+    req: &ListTasksRequest,
+) -> Result<ListTasksResponse, A2AError> {
+    let listing = state.tasks.list(scope, req).await?;
+    let limit = history_limit(req.history_length);
+    let tasks = listing
+        .records
+        .into_iter()
+        .map(|r| {
+            let mut task = r.task.with_history_limit(limit);
+            if !req.include_artifacts {
+                task.artifacts.clear();
+            }
+            task
+        })
+        .collect();
+    Ok(ListTasksResponse {
+        tasks,
+        next_page_token: listing.next_page_token,
+        page_size: listing.page_size as i32,
+        total_size: listing.total as i32,
+    })
+}
+
+pub async fn cancel_task(state: &AppState, scope: &Scope, task_id: &str) -> Result<Task, A2AError> {
+    require_id(task_id, "id")?;
+    Ok(state.tasks.cancel(scope, task_id).await?.task)
+}
+
+pub async fn create_push_config(
+    state: &AppState,
+    scope: &Scope,
+    config: TaskPushNotificationConfig,
+    version: Version,
+) -> Result<TaskPushNotificationConfig, A2AError> {
+    require_id(&config.task_id, "taskId")?;
+    state.push.create(scope, config, version).await
+}
+
+pub async fn get_push_config(
+    state: &AppState,
+    scope: &Scope,
+    task_id: &str,
+    config_id: Option<&str>,
+) -> Result<TaskPushNotificationConfig, A2AError> {
+    require_id(task_id, "taskId")?;
+    match config_id.filter(|c| !c.is_empty()) {
+        Some(id) => state.push.get(scope, task_id, id).await,
+        // 0.3 allows asking without a config id: the config named after the task, else
+        // the first one (digest §2.3).
+        None => {
+            let configs = state.push.list(scope, task_id).await?;
+            let chosen = configs
+                .iter()
+                .find(|c| c.id.as_deref() == Some(task_id))
+                .or(configs.first());
+            chosen.cloned().ok_or_else(|| {
+                A2AError::new(
+                    ErrorKind::TaskNotFound,
+                    format!("task {task_id} has no push config"),
+                )
+                .with_task(task_id)
+            })
+        }
+    }
+}
+
+pub async fn list_push_configs(
+    state: &AppState,
+    scope: &Scope,
+    task_id: &str,
+) -> Result<Vec<TaskPushNotificationConfig>, A2AError> {
+    require_id(task_id, "taskId")?;
+    state.push.list(scope, task_id).await
+}
+
+pub async fn delete_push_config(
+    state: &AppState,
+    scope: &Scope,
+    task_id: &str,
+    config_id: &str,
+) -> Result<(), A2AError> {
+    require_id(task_id, "taskId")?;
+    require_id(config_id, "id")?;
+    state.push.delete(scope, task_id, config_id).await
+}
+
+/// No hosted agent has an extended card yet, and the cards say so
+/// (`capabilities.extendedAgentCard: false`), which makes this the spec's
+/// UnsupportedOperation (§6.3); 0.3 has its own code for it.
+pub fn extended_card(version: Version) -> A2AError {
+    match version {
+        Version::V1_0 => A2AError::unsupported("this agent has no extended agent card"),
+        Version::V0_3 => A2AError::new(
+            ErrorKind::ExtendedAgentCardNotConfigured,
+            "this agent has no authenticated extended card",
+        ),
+    }
+}

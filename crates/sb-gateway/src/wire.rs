@@ -1,0 +1,119 @@
+//! Encoding results for each dialect, and SSE framing (axum's `Sse`, which does the
+//! `data:`/`id:` framing and keep-alive comments).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use sb_protocol::v03::{self, Dialect03};
+use sb_protocol::*;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::ops::{Frame, FrameStream};
+
+/// The JSON shape a response is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    V1,
+    V03(Dialect03),
+}
+
+impl Wire {
+    pub fn version(self) -> Version {
+        match self {
+            Wire::V1 => Version::V1_0,
+            Wire::V03(_) => Version::V0_3,
+        }
+    }
+
+    pub fn task(self, task: &Task) -> Value {
+        match self {
+            Wire::V1 => serde_json::to_value(task).unwrap_or(Value::Null),
+            Wire::V03(d) => v03::task_to_v03(task, d),
+        }
+    }
+
+    /// A SendMessage result: 1.0 and 0.3 REST wrap it in `{"task":…}`; 0.3 JSON-RPC
+    /// returns the bare task with `kind`.
+    pub fn send_result(self, task: &Task) -> Value {
+        match self {
+            Wire::V03(Dialect03::KindJson) => v03::task_to_v03(task, Dialect03::KindJson),
+            other => json!({"task": other.task(task)}),
+        }
+    }
+
+    pub fn frame(self, frame: &Frame) -> Value {
+        match self {
+            Wire::V1 => serde_json::to_value(&frame.event).unwrap_or(Value::Null),
+            Wire::V03(d) => v03::stream_event_to_v03(&frame.event, frame.event.ends_stream(), d),
+        }
+    }
+
+    pub fn push_config(self, config: &TaskPushNotificationConfig) -> Value {
+        match self {
+            Wire::V1 => serde_json::to_value(config).unwrap_or(Value::Null),
+            Wire::V03(d) => v03::push_config_to_v03(config, d),
+        }
+    }
+}
+
+/// A JSON response with the given status.
+pub fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// How often an idle stream sends a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Streams frames as SSE. `render` turns each item into an event's JSON and says whether
+/// it is an error; frames carry their sequence number as the SSE `id`. The stream ends
+/// with the frames, or when the server shuts down (the client resumes elsewhere).
+pub fn sse(
+    frames: FrameStream,
+    shutdown: CancellationToken,
+    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+) -> Response {
+    let events = frames
+        .map(move |item| {
+            let event = match &item {
+                Ok(frame) => Event::default()
+                    .id(frame.seq.to_string())
+                    .data(render(Ok(frame)).to_string()),
+                Err(err) => Event::default()
+                    .event("error")
+                    .data(render(Err(err)).to_string()),
+            };
+            Ok::<Event, Infallible>(event)
+        })
+        .take_until(shutdown.cancelled_owned());
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    // Proxies must not buffer the stream.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// A single-event SSE stream carrying an error (0.3 resubscribe to a finished task).
+pub fn sse_error(
+    shutdown: CancellationToken,
+    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+    error: A2AError,
+) -> Response {
+    sse(
+        futures::stream::once(async move { Err(error) }).boxed(),
+        shutdown,
+        render,
+    )
+}

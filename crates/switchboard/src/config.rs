@@ -1,0 +1,260 @@
+//! Configuration: defaults < TOML file < `SWITCHBOARD_*` environment < flags. Loading is
+//! a pure function of its inputs so tests never touch the process environment.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// The whole configuration of `switchboard serve`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    /// Use the in-memory store instead of the data directory (nothing survives a restart).
+    pub memory: bool,
+    /// The externally visible base URL written into cards; defaults to `http://{listen}`.
+    pub public_url: Option<String>,
+    pub max_body_bytes: usize,
+    /// The agent also served at the root.
+    pub default_agent: Option<String>,
+    /// Seconds to let streams and agent runs finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    pub agents: Vec<AgentConfig>,
+}
+
+/// One hosted agent.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: String,
+    /// Which built-in agent runs it: `echo`, `consolidate` or `conformance`.
+    pub kind: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `consolidate`: milliseconds spent per transcript.
+    #[serde(default)]
+    pub pause_ms: Option<u64>,
+    /// Card served without an `A2A-Version` header: `merged` (1.0 + 0.3 fields) or `1.0`.
+    #[serde(default)]
+    pub card: Option<String>,
+}
+
+pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: default_data_dir(),
+            memory: false,
+            public_url: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            default_agent: Some("echo".into()),
+            shutdown_grace_secs: 10,
+            agents: default_agents(),
+        }
+    }
+}
+
+fn default_data_dir() -> PathBuf {
+    match std::env::var_os("XDG_DATA_HOME") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("switchboard"),
+        _ => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(".local/share/switchboard"),
+            None => PathBuf::from("switchboard-data"),
+        },
+    }
+}
+
+fn default_agents() -> Vec<AgentConfig> {
+    let agent = |name: &str, card: Option<&str>| AgentConfig {
+        name: name.into(),
+        kind: name.into(),
+        description: None,
+        pause_ms: None,
+        card: card.map(str::to_owned),
+    };
+    vec![
+        agent("echo", None),
+        agent("conformance", Some("1.0")),
+        agent("consolidate", None),
+    ]
+}
+
+/// Values given on the command line or in `SWITCHBOARD_*` variables (clap merges the two).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub memory: bool,
+    pub public_url: Option<String>,
+    pub max_body_bytes: Option<usize>,
+    pub default_agent: Option<String>,
+}
+
+/// Builds the configuration from an optional TOML document and the overrides, and
+/// checks it. Errors say what is wrong in words a person can act on.
+pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> {
+    let mut config = match file {
+        Some(text) => {
+            toml::from_str::<Config>(text).map_err(|e| format!("invalid config file: {e}"))?
+        }
+        None => Config::default(),
+    };
+    if let Some(listen) = overrides.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = overrides.data_dir {
+        config.data_dir = dir;
+    }
+    config.memory |= overrides.memory;
+    if overrides.public_url.is_some() {
+        config.public_url = overrides.public_url;
+    }
+    if let Some(max) = overrides.max_body_bytes {
+        config.max_body_bytes = max;
+    }
+    if overrides.default_agent.is_some() {
+        config.default_agent = overrides.default_agent.filter(|a| !a.is_empty());
+    }
+    validate(&config)?;
+    Ok(config)
+}
+
+fn validate(config: &Config) -> Result<(), String> {
+    if config.agents.is_empty() {
+        return Err("no agents configured: add at least one [[agents]] entry".into());
+    }
+    let mut seen = BTreeMap::new();
+    for agent in &config.agents {
+        let valid_name = !agent.name.is_empty()
+            && agent
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid_name {
+            return Err(format!(
+                "agent name \"{}\" must be non-empty and use only letters, digits, '-' and '_'",
+                agent.name
+            ));
+        }
+        if seen.insert(agent.name.clone(), ()).is_some() {
+            return Err(format!("agent \"{}\" is configured twice", agent.name));
+        }
+        if !["echo", "consolidate", "conformance"].contains(&agent.kind.as_str()) {
+            return Err(format!(
+                "agent \"{}\": unknown kind \"{}\" (expected echo, consolidate or conformance)",
+                agent.name, agent.kind
+            ));
+        }
+        if let Some(card) = &agent.card
+            && card != "merged"
+            && card != "1.0"
+        {
+            return Err(format!(
+                "agent \"{}\": card must be \"merged\" or \"1.0\", not \"{card}\"",
+                agent.name
+            ));
+        }
+    }
+    if let Some(default) = &config.default_agent
+        && !seen.contains_key(default)
+    {
+        return Err(format!(
+            "default_agent \"{default}\" is not one of the configured agents"
+        ));
+    }
+    if config.max_body_bytes < 1024 {
+        return Err(format!(
+            "max_body_bytes must be at least 1024 (got {})",
+            config.max_body_bytes
+        ));
+    }
+    if let Some(url) = &config.public_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(format!(
+            "public_url must start with http:// or https:// (got \"{url}\")"
+        ));
+    }
+    Ok(())
+}
+
+impl Config {
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_host_three_agents() {
+        let config = load(None, Overrides::default()).unwrap();
+        let names: Vec<&str> = config.agents.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["echo", "conformance", "consolidate"]);
+        assert_eq!(config.public_url(), "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn file_then_overrides() {
+        let file = r#"
+            listen = "127.0.0.1:9000"
+            default_agent = "a"
+            [[agents]]
+            name = "a"
+            kind = "consolidate"
+            pause_ms = 5
+        "#;
+        let config = load(
+            Some(file),
+            Overrides {
+                listen: Some("127.0.0.1:9001".parse().unwrap()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(config.listen.port(), 9001);
+        assert_eq!(config.agents[0].pause_ms, Some(5));
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        assert!(
+            load(Some("listen = 5"), Overrides::default())
+                .unwrap_err()
+                .contains("invalid config file")
+        );
+        assert!(
+            load(Some("bogus = 1"), Overrides::default())
+                .unwrap_err()
+                .contains("unknown field")
+        );
+        let dup = "[[agents]]\nname='a'\nkind='echo'\n[[agents]]\nname='a'\nkind='echo'\n";
+        assert!(
+            load(Some(dup), Overrides::default())
+                .unwrap_err()
+                .contains("twice")
+        );
+        let kind = "default_agent='a'\n[[agents]]\nname='a'\nkind='robot'\n";
+        assert!(
+            load(Some(kind), Overrides::default())
+                .unwrap_err()
+                .contains("unknown kind")
+        );
+        let missing = Overrides {
+            default_agent: Some("ghost".into()),
+            ..Default::default()
+        };
+        assert!(load(None, missing).unwrap_err().contains("ghost"));
+    }
+}

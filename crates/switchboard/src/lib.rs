@@ -1,0 +1,275 @@
+//! The `switchboard` binary's library: command line, configuration and the wiring of the
+//! services. `main.rs` only calls [`main`]; tests drive [`serve`] directly.
+//!
+//! # Layout
+//! - [`config`]: the configuration tree and its pure loader.
+//! - [`serve`]: builds the store, the services and the gateway, and runs until shutdown.
+
+pub mod config;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use sb_agent::builtin::{ConformanceAgent, ConsolidateAgent, EchoAgent};
+use sb_agent::{Agent, AgentHost};
+use sb_fanout::LocalFanout;
+use sb_gateway::AppState;
+use sb_registry::{HostedAgent, StaticRegistry};
+use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore};
+use sb_tasks::LocalTaskService;
+use sb_webhooks::LocalPushConfigs;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{AgentConfig, Config, Overrides};
+
+/// `EX_USAGE`: the configuration or the command line is wrong.
+const EXIT_USAGE: u8 = 64;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A horizontally scalable runtime for the A2A protocol"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve A2A (all services in one process, embedded durable store).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "SWITCHBOARD_LISTEN")]
+    listen: Option<std::net::SocketAddr>,
+    /// Directory of the embedded store.
+    #[arg(long, env = "SWITCHBOARD_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Keep everything in memory (nothing survives a restart).
+    #[arg(long, env = "SWITCHBOARD_MEMORY")]
+    memory: bool,
+    /// TOML configuration file.
+    #[arg(long, env = "SWITCHBOARD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Base URL clients reach this server at (written into the agent cards).
+    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// The agent also served at the root ("" for none).
+    #[arg(long, env = "SWITCHBOARD_DEFAULT_AGENT")]
+    default_agent: Option<String>,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Serve(args)) => args,
+        None => ServeArgs::default_from_env(),
+    };
+    let file = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!(
+                    "switchboard: cannot read config file {}: {e}",
+                    path.display()
+                );
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    let overrides = Overrides {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        memory: args.memory,
+        public_url: args.public_url,
+        max_body_bytes: args.max_body_bytes,
+        default_agent: args.default_agent,
+    };
+    let config = match config::load(file.as_deref(), overrides) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("switchboard: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        serve(config, listener, shutdown_signal()).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "switchboard stopped");
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl ServeArgs {
+    /// `switchboard` with no subcommand behaves like `switchboard serve`, still honouring
+    /// the `SWITCHBOARD_*` environment.
+    fn default_from_env() -> ServeArgs {
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        Wrapper::parse_from(["switchboard"]).args
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => drop(ctrl_c.await),
+        }
+    }
+    #[cfg(not(unix))]
+    drop(ctrl_c.await);
+}
+
+fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
+    match config.kind.as_str() {
+        "consolidate" => {
+            let mut agent = ConsolidateAgent::default();
+            if let Some(ms) = config.pause_ms {
+                agent.pause = Duration::from_millis(ms);
+            }
+            Arc::new(agent)
+        }
+        "conformance" => Arc::new(ConformanceAgent),
+        _ => Arc::new(EchoAgent),
+    }
+}
+
+/// Runs every service in this process on `listener` until `shutdown` completes, then
+/// drains streams and agent runs.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (tasks_store, push_store): (Arc<dyn TaskStore>, Arc<dyn PushConfigStore>) = if config.memory
+    {
+        let store = Arc::new(MemoryStore::new());
+        (store.clone(), store)
+    } else {
+        let path = config.data_dir.join("switchboard.redb");
+        let store = Arc::new(RedbStore::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?);
+        tracing::info!(path = %path.display(), "embedded store opened");
+        (store.clone(), store)
+    };
+    let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
+    let task_service = Arc::new(LocalTaskService::new(tasks_store, bus.clone()));
+    let recovered = task_service
+        .recover_unfinished()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if recovered > 0 {
+        tracing::warn!(
+            count = recovered,
+            "failed tasks left running by the previous process"
+        );
+    }
+    let mut agents = BTreeMap::new();
+    let mut hosted = Vec::new();
+    for agent_config in &config.agents {
+        let agent = build_agent(agent_config);
+        let descriptor = agent.describe();
+        hosted.push(HostedAgent {
+            name: agent_config.name.clone(),
+            description: agent_config
+                .description
+                .clone()
+                .unwrap_or(descriptor.description),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            skills: descriptor.skills,
+            input_modes: descriptor.input_modes,
+            output_modes: descriptor.output_modes,
+            extensions: Vec::new(),
+            security_schemes: BTreeMap::new(),
+            security_requirements: Vec::new(),
+            merged_card_by_default: agent_config.card.as_deref() != Some("1.0"),
+        });
+        agents.insert(agent_config.name.clone(), agent);
+    }
+    let registry = Arc::new(StaticRegistry::new(
+        &config.public_url(),
+        &hosted,
+        config.default_agent.as_deref(),
+    ));
+    let host = AgentHost::new(agents, task_service.clone(), bus.clone());
+    let stop = CancellationToken::new();
+    let state = AppState {
+        tasks: task_service.clone(),
+        fanout: Arc::new(LocalFanout::new(task_service.clone(), bus)),
+        push: Arc::new(LocalPushConfigs::new(push_store, task_service)),
+        registry,
+        host: host.clone(),
+        shutdown: stop.clone(),
+        max_body_bytes: config.max_body_bytes,
+    };
+    let app = sb_gateway::router(state);
+    tracing::info!(listen = %listener.local_addr()?, public_url = %config.public_url(), "switchboard serving");
+    let stopping = stop.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining streams and agent runs");
+        stopping.cancel();
+    });
+    server.await?;
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    if !host.drain(grace).await {
+        tracing::warn!(
+            "agent runs still going after the grace period; they will be failed on the next start"
+        );
+    }
+    Ok(())
+}
