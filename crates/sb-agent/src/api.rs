@@ -1,6 +1,7 @@
 //! The agent trait and the handles it is given.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use sb_protocol::card::AgentSkill;
@@ -22,6 +23,12 @@ pub struct AgentDescriptor {
 #[async_trait]
 pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
     fn describe(&self) -> AgentDescriptor;
+
+    /// Answers a first message directly with a message, without creating a task (spec
+    /// §3.1.1 allows either). Called before any task exists; `None` means "make a task".
+    fn direct_reply(&self, _message: &Message) -> Option<Message> {
+        None
+    }
 
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
 }
@@ -66,11 +73,27 @@ impl TaskContext {
 pub struct Reporter {
     tasks: Arc<dyn TaskService>,
     task_id: String,
+    kept_open: Arc<AtomicBool>,
 }
 
 impl Reporter {
     pub fn new(tasks: Arc<dyn TaskService>, task_id: String) -> Reporter {
-        Reporter { tasks, task_id }
+        Reporter {
+            tasks,
+            task_id,
+            kept_open: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Ends this turn but leaves the task working: a later turn (the next user message),
+    /// a cancel or a deadline finishes it. Without this, a turn that returns while the
+    /// task still runs fails the task, so nothing stays silently stuck.
+    pub fn keep_open(&self) {
+        self.kept_open.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_kept_open(&self) -> bool {
+        self.kept_open.load(Ordering::SeqCst)
     }
 
     pub fn task_id(&self) -> &str {

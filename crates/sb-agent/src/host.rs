@@ -8,7 +8,7 @@ use std::time::Duration;
 use sb_protocol::*;
 use sb_store::{EventBus, TaskRecord};
 use sb_tasks::TaskService;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -47,11 +47,13 @@ impl AgentHost {
         self.agents.keys().map(String::as_str)
     }
 
-    /// Starts a turn of the task's agent for `message` in the background.
-    pub fn dispatch(&self, record: &TaskRecord, message: Message) {
+    /// Starts a turn of the task's agent for `message` in the background. The returned
+    /// receiver resolves when the turn is over (whatever state the task is in then).
+    pub fn dispatch(&self, record: &TaskRecord, message: Message) -> oneshot::Receiver<()> {
+        let (turn_over, turn) = oneshot::channel();
         let Some(agent) = self.agents.get(&record.agent).cloned() else {
             tracing::error!(task_id = %record.task.id, agent = %record.agent, "no such agent hosted here");
-            return;
+            return turn;
         };
         let cancel = CancellationToken::new();
         // Subscribe before the run starts so no terminal event can slip past the watcher.
@@ -66,13 +68,18 @@ impl AgentHost {
         let task_id = record.task.id.clone();
         self.runs.spawn(async move {
             let watcher = tokio::spawn(cancel_when_finished(watch, cancel.clone()));
+            let kept_open = reporter.clone();
             let outcome = tokio::select! {
                 result = agent.execute(ctx, reporter) => Some(result),
                 () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
             };
             watcher.abort();
-            settle(&*tasks, &task_id, outcome).await;
+            if !(kept_open.is_kept_open() && matches!(outcome, Some(Ok(())))) {
+                settle(&*tasks, &task_id, outcome).await;
+            }
+            let _ = turn_over.send(());
         });
+        turn
     }
 
     /// Waits for running turns, at most `grace`. Returns whether all finished.

@@ -114,8 +114,8 @@ async fn unary(
     match (op, version) {
         (Operation::SendMessage, _) => {
             let req = decode_send(Value::Object(obj), wire)?;
-            let task = ops::send(state, scope, req, version).await?;
-            Ok(wire.send_result(&task))
+            let result = ops::send(state, scope, req, version).await?;
+            Ok(wire.send_result(&result))
         }
         (Operation::GetTask, Version::V1_0) => {
             let req: GetTaskRequest = parse_params(Value::Object(obj))?;

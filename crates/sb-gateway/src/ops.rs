@@ -9,11 +9,12 @@ use sb_protocol::requests::*;
 use sb_protocol::*;
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskUpdate};
+use tokio::sync::oneshot;
 
 use crate::AppState;
 
 /// One frame of an outgoing stream: the event and the sequence number it carries as the
-/// SSE `id`.
+/// SSE `id` (0 for a message reply, which is no task event and gets no id).
 #[derive(Clone, Debug)]
 pub struct Frame {
     pub seq: u64,
@@ -25,14 +26,21 @@ pub type FrameStream = BoxStream<'static, Result<Frame, A2AError>>;
 /// Longest a blocking SendMessage waits before answering with the task as it is.
 const BLOCKING_WAIT: Duration = Duration::from_secs(600);
 
+/// What a send started: a task turn (with a signal for the end of the turn), or a direct
+/// message reply with no task.
+enum Started {
+    Turn(TaskRecord, oneshot::Receiver<()>),
+    Reply(Message),
+}
+
 /// Creates a task for a first message, or resumes the task a follow-up names; starts the
-/// agent's turn either way. Returns the task as committed by this step.
+/// agent's turn either way.
 async fn start_turn(
     state: &AppState,
     scope: &Scope,
     req: &SendMessageRequest,
     version: Version,
-) -> Result<TaskRecord, A2AError> {
+) -> Result<Started, A2AError> {
     req.validate()?;
     let message = req.message.clone();
     if let Some(task_id) = message.task_id.clone().filter(|t| !t.is_empty()) {
@@ -57,14 +65,6 @@ async fn start_turn(
             ))
             .with_task(&task_id));
         }
-        if !current.is_interrupted() {
-            return Err(A2AError::unsupported(format!(
-                "task {task_id} is {} and not waiting for input; send follow-ups when it asks for input",
-                current.as_v03_str()
-            ))
-            .with_task(&task_id)
-            .retryable(true));
-        }
         let resumed = state
             .tasks
             .update(
@@ -75,8 +75,15 @@ async fn start_turn(
             )
             .await?;
         register_inline_push(state, scope, req, &task_id, version).await?;
-        state.host.dispatch(&resumed, message);
-        return Ok(resumed);
+        let turn = state.host.dispatch(&resumed, message);
+        return Ok(Started::Turn(resumed, turn));
+    }
+    if let Some(agent) = state.host.agent(&scope.agent)
+        && let Some(mut reply) = agent.direct_reply(&message)
+    {
+        let context_id = message.context_id.clone().filter(|c| !c.is_empty());
+        reply.context_id = Some(context_id.unwrap_or_else(new_id));
+        return Ok(Started::Reply(reply));
     }
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
@@ -90,8 +97,8 @@ async fn start_turn(
         })
         .await?;
     register_inline_push(state, scope, req, &record.task.id, version).await?;
-    state.host.dispatch(&record, record.task.history[0].clone());
-    Ok(record)
+    let turn = state.host.dispatch(&record, record.task.history[0].clone());
+    Ok(Started::Turn(record, turn))
 }
 
 async fn register_inline_push(
@@ -116,33 +123,46 @@ async fn register_inline_push(
 }
 
 /// SendMessage: non-blocking returns the task as created; blocking waits until the task
-/// is terminal or interrupted (spec §3.2.2).
+/// is terminal or interrupted (spec §3.2.2), or until the agent's turn is over.
 pub async fn send(
     state: &AppState,
     scope: &Scope,
     req: SendMessageRequest,
     version: Version,
-) -> Result<Task, A2AError> {
-    let record = start_turn(state, scope, &req, version).await?;
+) -> Result<SendMessageResponse, A2AError> {
+    let (record, turn) = match start_turn(state, scope, &req, version).await? {
+        Started::Turn(record, turn) => (record, turn),
+        Started::Reply(message) => return Ok(SendMessageResponse::Message(message)),
+    };
     let limit = history_limit(req.history_length());
     if req.returns_immediately() {
-        return Ok(record.task.with_history_limit(limit));
+        return Ok(SendMessageResponse::Task(
+            record.task.with_history_limit(limit),
+        ));
     }
     let mut events = state.fanout.subscribe(&record.task.id, record.seq);
-    let waited = tokio::time::timeout(BLOCKING_WAIT, async {
+    let settled = async {
         while let Some(event) = events.next().await {
             if event?.event.ends_stream() {
                 break;
             }
         }
         Ok::<(), A2AError>(())
+    };
+    let waited = tokio::time::timeout(BLOCKING_WAIT, async {
+        tokio::select! {
+            result = settled => result,
+            _ = turn => Ok(()),
+        }
     })
     .await;
     if let Ok(Err(e)) = waited {
         return Err(e);
     }
     let now = state.tasks.get(scope, &record.task.id).await?;
-    Ok(now.task.with_history_limit(limit))
+    Ok(SendMessageResponse::Task(
+        now.task.with_history_limit(limit),
+    ))
 }
 
 /// SendStreamingMessage: the task snapshot first, then its events until it ends or waits.
@@ -152,20 +172,30 @@ pub async fn send_streaming(
     req: SendMessageRequest,
     version: Version,
 ) -> Result<FrameStream, A2AError> {
-    let record = start_turn(state, scope, &req, version).await?;
-    Ok(snapshot_then_live(
-        state,
-        record,
-        history_limit(req.history_length()),
-    ))
+    match start_turn(state, scope, &req, version).await? {
+        Started::Turn(record, _) => Ok(snapshot_then_live(
+            state,
+            record,
+            history_limit(req.history_length()),
+        )),
+        Started::Reply(message) => {
+            let frame = Frame {
+                seq: 0,
+                event: StreamResponse::Message(message),
+            };
+            Ok(futures::stream::once(async move { Ok(frame) }).boxed())
+        }
+    }
 }
 
+/// The current task, then live events until the task ends (or waits for input again).
+/// A task that is waiting already does not end the stream with its snapshot: whoever
+/// subscribes to it wants to see what happens after the answer (TCK STREAM-SUB-002).
 fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>) -> FrameStream {
     let first = Frame {
         seq: record.seq,
         event: StreamResponse::Task(record.task.with_history_limit(limit)),
     };
-    let ends_now = first.event.ends_stream();
     let live = state
         .fanout
         .subscribe(&record.task.id, record.seq)
@@ -176,10 +206,7 @@ fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>
             })
         });
     let head = futures::stream::once(async move { Ok(first) });
-    if ends_now {
-        return head.boxed();
-    }
-    until_end(head.chain(live).boxed())
+    head.chain(until_end(live.boxed())).boxed()
 }
 
 /// Ends the stream after the frame that closes it (terminal or interrupted state), or

@@ -81,7 +81,11 @@ pub async fn handle(
         && !req.body.is_empty()
         && let Err(err) = check_json_content_type(&req.headers)
     {
-        return Some(error_response(&err, version));
+        // A body in a media type we do not read is HTTP's 415, whatever A2A maps
+        // ContentTypeNotSupported (a part's media type) to.
+        let mut body = err.rest_body(version);
+        body["error"]["code"] = json!(StatusCode::UNSUPPORTED_MEDIA_TYPE.as_u16());
+        return Some(json_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &body));
     }
     let response = match route {
         Route::Stream | Route::Subscribe(_) => stream(state, scope, &req, route, wire).await,
@@ -138,8 +142,8 @@ async fn unary(
     match (route, method) {
         (Route::Send, Method::POST) => {
             let send = decode_send(body_json(req)?, wire)?;
-            let task = ops::send(state, scope, send, version).await?;
-            Ok(Some(wire.send_result(&task)))
+            let result = ops::send(state, scope, send, version).await?;
+            Ok(Some(wire.send_result(&result)))
         }
         (Route::List, Method::GET) if wire == Wire::V1 => {
             let list: ListTasksRequest = parse_params(query_json(req)?)?;

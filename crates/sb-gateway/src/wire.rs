@@ -39,10 +39,21 @@ impl Wire {
 
     /// A SendMessage result: 1.0 and 0.3 REST wrap it in `{"task":…}`; 0.3 JSON-RPC
     /// returns the bare task with `kind`.
-    pub fn send_result(self, task: &Task) -> Value {
-        match self {
-            Wire::V03(Dialect03::KindJson) => v03::task_to_v03(task, Dialect03::KindJson),
-            other => json!({"task": other.task(task)}),
+    pub fn send_result(self, result: &SendMessageResponse) -> Value {
+        match (self, result) {
+            (Wire::V03(Dialect03::KindJson), SendMessageResponse::Task(task)) => {
+                v03::task_to_v03(task, Dialect03::KindJson)
+            }
+            (Wire::V03(Dialect03::KindJson), SendMessageResponse::Message(m)) => {
+                v03::message_to_v03(m, Dialect03::KindJson)
+            }
+            (Wire::V1, result) => serde_json::to_value(result).unwrap_or(Value::Null),
+            (Wire::V03(d), SendMessageResponse::Task(task)) => {
+                json!({"task": v03::task_to_v03(task, d)})
+            }
+            (Wire::V03(d), SendMessageResponse::Message(m)) => {
+                json!({"message": v03::message_to_v03(m, d)})
+            }
         }
     }
 

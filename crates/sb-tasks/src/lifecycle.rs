@@ -18,8 +18,8 @@ pub enum TaskUpdate {
         append: bool,
         last_chunk: bool,
     },
-    /// A user message for a task that waits for input: it joins the history and the task
-    /// goes back to working.
+    /// A follow-up user message for a task that is not finished (typically the answer to
+    /// an input request): it joins the history and the task goes (back) to working.
     Resume { message: Message },
 }
 
@@ -64,7 +64,7 @@ pub fn apply(
             })
         }
         TaskUpdate::Resume { message } => {
-            if !from.is_interrupted() {
+            if from.is_terminal() {
                 return Err(illegal(&task_id, from, TaskState::Working));
             }
             let message = stamp(message, &task_id, &context_id);

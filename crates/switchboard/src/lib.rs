@@ -184,7 +184,7 @@ fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
             }
             Arc::new(agent)
         }
-        "conformance" => Arc::new(ConformanceAgent),
+        "conformance" => Arc::new(ConformanceAgent::default()),
         _ => Arc::new(EchoAgent),
     }
 }

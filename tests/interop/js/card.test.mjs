@@ -22,10 +22,14 @@ for (const agent of ['echo', 'consolidate']) {
   });
 }
 
+// The root card describes echo; its interfaces may live at the root or under
+// /agents/echo/ (messaging.test.mjs checks that they work).
 test('root card is the echo agent', { timeout: 15000 }, async () => {
   const card = await fetchCard(`${SWITCHBOARD_URL}/`);
   assert.equal(card.name, 'echo');
-  assert.ok(card.supportedInterfaces.some((i) => i.url === `${agentBase('echo')}a2a`));
+  const pairs = new Set(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${majorMinor(i.protocolVersion)}`));
+  for (const p of ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']) assert.ok(pairs.has(p), [...pairs].join());
+  for (const i of card.supportedInterfaces) assert.ok(i.url.startsWith(SWITCHBOARD_URL), i.url);
 });
 
 test('card is fetched with GET {base}.well-known/agent-card.json and A2A-Version 1.0', { timeout: 15000 }, async () => {

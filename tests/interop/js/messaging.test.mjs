@@ -69,6 +69,12 @@ for (const mode of MODES) {
         const cfg = wire.last((r) => r.body?.method === (version === '1.0' ? 'SendMessage' : 'message/send')).body.params.configuration;
         if (version === '1.0') assert.equal(cfg.returnImmediately, true);
         else assert.equal(cfg.blocking, false);
+      } else if (version === '0.3') {
+        // Over 0.3 REST both official clients send proto3 JSON and so OMIT
+        // `blocking: false` (the default); `blocking: true` is sent explicitly.
+        // A server must therefore read an absent `blocking` as non-blocking there.
+        const body = wire.last((r) => r.url.endsWith('/v1/message:send')).body;
+        assert.equal(body.configuration?.blocking, undefined);
       }
       assert.ok([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING].includes(task.status.state), stateName(task.status.state));
       const done = await waitForState(client, task.id, [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED]);
@@ -134,7 +140,7 @@ for (const mode of MODES) {
   });
 }
 
-for (const mode of ['jsonrpc-1.0', 'jsonrpc-0.3']) {
+for (const mode of MODES) {
   test(`echo is discoverable from the server root [${mode}]`, { timeout: 20000 }, async () => {
     const { client } = await makeClient('echo', mode, { baseUrl: `${SWITCHBOARD_URL}/` });
     const text = newText();
