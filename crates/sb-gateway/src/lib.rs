@@ -87,21 +87,18 @@ async fn dispatch(
 ) -> Response {
     let path = uri.path().to_owned();
     // Reading stops at the limit, so an oversized body is never buffered whole.
-    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let err = A2AError::new(
-                ErrorKind::PayloadTooLarge,
-                format!(
-                    "request body exceeds the limit of {} bytes",
-                    state.max_body_bytes
-                ),
-            );
-            return wire::json_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)}),
-            );
-        }
+    let Ok(body) = axum::body::to_bytes(body, state.max_body_bytes).await else {
+        let err = A2AError::new(
+            ErrorKind::PayloadTooLarge,
+            format!(
+                "request body exceeds the limit of {} bytes",
+                state.max_body_bytes
+            ),
+        );
+        return wire::json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)}),
+        );
     };
     let segments: Vec<&str> = path
         .trim_matches('/')

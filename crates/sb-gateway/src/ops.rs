@@ -29,8 +29,8 @@ const BLOCKING_WAIT: Duration = Duration::from_secs(600);
 /// What a send started: a task turn (with a signal for the end of the turn), or a direct
 /// message reply with no task.
 enum Started {
-    Turn(TaskRecord, oneshot::Receiver<()>),
-    Reply(Message),
+    Turn(Box<TaskRecord>, oneshot::Receiver<()>),
+    Reply(Box<Message>),
 }
 
 /// Creates a task for a first message, or resumes the task a follow-up names; starts the
@@ -76,14 +76,14 @@ async fn start_turn(
             .await?;
         register_inline_push(state, scope, req, &task_id, version).await?;
         let turn = state.host.dispatch(&resumed, message);
-        return Ok(Started::Turn(resumed, turn));
+        return Ok(Started::Turn(Box::new(resumed), turn));
     }
     if let Some(agent) = state.host.agent(&scope.agent)
         && let Some(mut reply) = agent.direct_reply(&message)
     {
         let context_id = message.context_id.clone().filter(|c| !c.is_empty());
         reply.context_id = Some(context_id.unwrap_or_else(new_id));
-        return Ok(Started::Reply(reply));
+        return Ok(Started::Reply(Box::new(reply)));
     }
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
@@ -98,7 +98,7 @@ async fn start_turn(
         .await?;
     register_inline_push(state, scope, req, &record.task.id, version).await?;
     let turn = state.host.dispatch(&record, record.task.history[0].clone());
-    Ok(Started::Turn(record, turn))
+    Ok(Started::Turn(Box::new(record), turn))
 }
 
 async fn register_inline_push(
@@ -131,8 +131,8 @@ pub async fn send(
     version: Version,
 ) -> Result<SendMessageResponse, A2AError> {
     let (record, turn) = match start_turn(state, scope, &req, version).await? {
-        Started::Turn(record, turn) => (record, turn),
-        Started::Reply(message) => return Ok(SendMessageResponse::Message(message)),
+        Started::Turn(record, turn) => (*record, turn),
+        Started::Reply(message) => return Ok(SendMessageResponse::Message(*message)),
     };
     let limit = history_limit(req.history_length());
     if req.returns_immediately() {
@@ -175,13 +175,13 @@ pub async fn send_streaming(
     match start_turn(state, scope, &req, version).await? {
         Started::Turn(record, _) => Ok(snapshot_then_live(
             state,
-            record,
+            *record,
             history_limit(req.history_length()),
         )),
         Started::Reply(message) => {
             let frame = Frame {
                 seq: 0,
-                event: StreamResponse::Message(message),
+                event: StreamResponse::Message(*message),
             };
             Ok(futures::stream::once(async move { Ok(frame) }).boxed())
         }

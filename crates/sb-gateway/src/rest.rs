@@ -202,13 +202,16 @@ fn decode_push_config(
             let Value::Object(mut obj) = body else {
                 return Err(A2AError::invalid_params("body must be an object"));
             };
-            let config_id = obj.remove("configId");
+            // ProtoJSON readers accept the proto field names too (the Python client
+            // sends `config_id` and `push_notification_config`).
+            let config_id = obj.remove("configId").or_else(|| obj.remove("config_id"));
             let mut config = match obj.remove("config") {
                 Some(Value::Object(config)) => config,
                 _ => obj,
             };
             let inner = config
                 .remove("pushNotificationConfig")
+                .or_else(|| config.remove("push_notification_config"))
                 .ok_or_else(|| A2AError::invalid_field("pushNotificationConfig", "is required"))?;
             let mut flat = v03::push_inner_from_v03(inner).map_err(A2AError::invalid_params)?;
             if let (Some(id), Some(obj)) =

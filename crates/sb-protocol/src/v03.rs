@@ -384,7 +384,9 @@ fn part_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
 }
 
 /// Rewrites 0.3 `MessageSendParams` into the 1.0 `SendMessageRequest` JSON shape.
-/// Absent `blocking` means blocking in both dialects (digest §9.1).
+/// An absent `blocking` means blocking on JSON-RPC (the 0.3 SDKs' reading) but not on
+/// HTTP+JSON: there it is a proto3 bool that both official clients omit when false, so
+/// absent must mean non-blocking, as the SDK servers read it.
 pub fn send_params_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
     let Value::Object(mut obj) = value else {
         return Err("params must be an object".into());
@@ -403,11 +405,17 @@ pub fn send_params_from_v03(value: Value, dialect: Dialect03) -> Result<Value, S
             return Err("configuration must be an object".into());
         };
         let mut cfg = Map::new();
-        if let Some(modes) = config.remove("acceptedOutputModes") {
+        if let Some(modes) = config
+            .remove("acceptedOutputModes")
+            .or_else(|| config.remove("accepted_output_modes"))
+        {
             cfg.insert("acceptedOutputModes".into(), modes);
         }
         // 0.3 historyLength 0 meant "no limit" (digest §9.2).
-        match config.remove("historyLength") {
+        match config
+            .remove("historyLength")
+            .or_else(|| config.remove("history_length"))
+        {
             Some(Value::Number(n)) if n.as_i64() == Some(0) => {}
             Some(Value::Null) | None => {}
             Some(other) => {
@@ -416,7 +424,8 @@ pub fn send_params_from_v03(value: Value, dialect: Dialect03) -> Result<Value, S
         }
         let push = config
             .remove("pushNotificationConfig")
-            .or_else(|| config.remove("pushNotification"));
+            .or_else(|| config.remove("pushNotification"))
+            .or_else(|| config.remove("push_notification"));
         if let Some(push) = push.filter(|p| !p.is_null()) {
             cfg.insert(
                 "taskPushNotificationConfig".into(),
@@ -424,7 +433,7 @@ pub fn send_params_from_v03(value: Value, dialect: Dialect03) -> Result<Value, S
             );
         }
         let blocking = match config.remove("blocking") {
-            None | Some(Value::Null) => true,
+            None | Some(Value::Null) => dialect == Dialect03::KindJson,
             Some(Value::Bool(b)) => b,
             Some(_) => return Err("configuration.blocking must be a boolean".into()),
         };
@@ -552,6 +561,13 @@ mod tests {
             "Bearer"
         );
         assert_eq!(v["message"]["parts"][0], json!({"text": "hi"}));
+    }
+
+    #[test]
+    fn rest_blocking_is_a_proto3_bool() {
+        let params = json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]}, "configuration": {}});
+        let v = send_params_from_v03(params, Dialect03::ProtoJson).unwrap();
+        assert_eq!(v["configuration"]["returnImmediately"], true);
     }
 
     #[test]

@@ -102,7 +102,8 @@ impl StaticRegistry {
         let default = default_agent.and_then(|name| agents.iter().find(|a| a.name == name));
         StaticRegistry {
             cards,
-            root: default.map(|a| entry(build_card(a, base), a.merged_card_by_default, now)),
+            // The root is what generic clients of either generation discover first.
+            root: default.map(|a| entry(build_card(a, base), true, now)),
             default_agent: default.map(|a| a.name.clone()),
         }
     }

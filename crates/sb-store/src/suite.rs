@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed step is a failed test
 //! The contract every backend must meet, as generic test functions plus a macro that
 //! instantiates them for one backend (quickwit's `metastore_test_suite!` pattern).
 

@@ -1,0 +1,197 @@
+//! The embedded store is durable: kill -9 the real binary mid-task, start it again, and
+//! every task is there with its history and artifacts; the one that was running ends
+//! failed with a reason, the one waiting for input still waits and can be resumed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(data_dir: &Path) -> Server {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..200 {
+            if reqwest::get(format!("{base}/healthz")).await.is_ok() {
+                return Server { child, base };
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("switchboard did not become healthy");
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    async fn rpc(&self, agent: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response: Value = reqwest::Client::new()
+            .post(format!("{}/agents/{agent}/a2a", self.base))
+            .header("A2A-Version", "1.0")
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
+        response["result"].clone()
+    }
+
+    async fn send(
+        &self,
+        agent: &str,
+        text: &str,
+        return_immediately: bool,
+        task_id: Option<&str>,
+    ) -> Value {
+        let mut message =
+            json!({"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]});
+        if let Some(id) = task_id {
+            message["taskId"] = json!(id);
+        }
+        let params =
+            json!({"message": message, "configuration": {"returnImmediately": return_immediately}});
+        self.rpc(agent, "SendMessage", params).await["task"].clone()
+    }
+
+    async fn get(&self, agent: &str, id: &str) -> Value {
+        self.rpc(agent, "GetTask", json!({"id": id})).await
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn uuid() -> String {
+    format!(
+        "m-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_task_then_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+
+    let done = server
+        .send("echo", "kept across restarts", false, None)
+        .await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED");
+    let waiting = server
+        .send(
+            "consolidate",
+            "the user is vegetarian\nthe user ordered a steak",
+            false,
+            None,
+        )
+        .await;
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let transcripts: Vec<String> = (1..=40)
+        .map(|i| format!("the user mentioned topic {i}"))
+        .collect();
+    let running = server
+        .send("consolidate", &transcripts.join("\n"), true, None)
+        .await;
+    let running_id = running["id"].as_str().unwrap().to_owned();
+
+    // Wait until the agent is visibly mid-task, then kill the process without warning.
+    let mut progress = String::new();
+    for _ in 0..200 {
+        let task = server.get("consolidate", &running_id).await;
+        progress = task["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if progress.starts_with("transcript 3/") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        progress.starts_with("transcript 3/"),
+        "agent never got going: {progress:?}"
+    );
+    server.kill_9();
+
+    let server = Server::start(dir.path()).await;
+    let failed = server.get("consolidate", &running_id).await;
+    assert_eq!(failed["status"]["state"], "TASK_STATE_FAILED");
+    let reason = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("server stopped"), "{reason}");
+    assert_eq!(
+        failed["history"][0]["parts"][0]["text"],
+        transcripts.join("\n")
+    );
+    assert!(
+        failed["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["parts"][0]["text"] == "transcript 2/40")
+    );
+
+    let echo = server.get("echo", done["id"].as_str().unwrap()).await;
+    assert_eq!(echo["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        echo["artifacts"][0]["parts"][0]["text"],
+        "kept across restarts"
+    );
+
+    let waiting_id = waiting["id"].as_str().unwrap();
+    assert_eq!(
+        server.get("consolidate", waiting_id).await["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let resumed = server
+        .send(
+            "consolidate",
+            "the user is vegetarian",
+            false,
+            Some(waiting_id),
+        )
+        .await;
+    assert_eq!(resumed["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        resumed["artifacts"][0]["parts"][0]["text"],
+        "- the user is vegetarian"
+    );
+    assert_eq!(resumed["contextId"], waiting["contextId"]);
+}

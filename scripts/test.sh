@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: format, lints, unit/integration tests, then the interop suite
+# (official Python and JS A2A clients) against a freshly started switchboard.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
+grep -q "test result: ok" target/cargo-test.log
+
+echo "== interop (official a2a-sdk and @a2a-js/sdk clients)"
+cargo build --locked -p switchboard
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+data_dir=$(mktemp -d)
+./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" > target/interop-server.log 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
+SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh
+echo "interop: all passed"
