@@ -19,5 +19,19 @@ data_dir=$(mktemp -d)
 ./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" > target/interop-server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
-SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh
-echo "interop: all passed"
+SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
+
+# One closing line over every runner: cargo's "N passed; M failed", pytest's
+# "N passed", node's "ℹ pass N" / "ℹ fail N".
+python3 - <<'PY'
+import re
+cargo = open("target/cargo-test.log").read()
+interop = open("target/interop.log").read()
+passed = sum(int(n) for n in re.findall(r"test result: \w+\. (\d+) passed", cargo))
+failed = sum(int(n) for n in re.findall(r"(\d+) failed;", cargo))
+passed += sum(int(n) for n in re.findall(r"=+ (\d+) passed", interop))
+failed += sum(int(n) for n in re.findall(r"=+ .*?(\d+) failed", interop))
+passed += sum(int(n) for n in re.findall(r"^ℹ pass (\d+)", interop, re.M))
+failed += sum(int(n) for n in re.findall(r"^ℹ fail (\d+)", interop, re.M))
+print(f"{passed} passed, {failed} failed")
+PY

@@ -294,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn resume_only_from_interrupted() {
+    fn resume_only_unfinished_tasks() {
         let user = Message {
             role: Role::User,
             ..Message::agent_text("answer")
@@ -302,6 +302,16 @@ mod tests {
         assert!(
             apply(
                 &record(Working),
+                TaskUpdate::Resume {
+                    message: user.clone()
+                },
+                Utc::now()
+            )
+            .is_ok()
+        );
+        assert!(
+            apply(
+                &record(Completed),
                 TaskUpdate::Resume {
                     message: user.clone()
                 },
