@@ -89,6 +89,24 @@ fn take_str(params: &mut Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
+/// A 0.3 config registered without an id gets the task id as its id, as the 0.3 SDKs do,
+/// so it can be addressed later.
+pub(crate) fn default_config_id(inner: Value, task_id: &str) -> Value {
+    match inner {
+        Value::Object(mut obj) => {
+            let missing = obj
+                .get("id")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if missing {
+                obj.insert("id".into(), Value::String(task_id.to_owned()));
+            }
+            Value::Object(obj)
+        }
+        other => other,
+    }
+}
+
 pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageRequest, A2AError> {
     match wire {
         Wire::V1 => parse_params(params),
@@ -136,7 +154,7 @@ async fn unary(
         }
         (Operation::CancelTask, _) => {
             let req: TaskIdRequest = parse_params(Value::Object(obj))?;
-            Ok(wire.task(&ops::cancel_task(state, scope, &req.id).await?))
+            Ok(wire.task(&ops::cancel_task(state, scope, &req.id, version).await?))
         }
         (Operation::CreatePushConfig, Version::V1_0) => {
             let config: TaskPushNotificationConfig = parse_params(Value::Object(obj))?;
@@ -144,6 +162,12 @@ async fn unary(
         }
         (Operation::CreatePushConfig, Version::V0_3) => {
             let task_id = take_str(&mut obj, "taskId").unwrap_or_default();
+            let inner = obj
+                .remove("pushNotificationConfig")
+                .map(|inner| default_config_id(inner, &task_id));
+            if let Some(inner) = inner {
+                obj.insert("pushNotificationConfig".into(), inner);
+            }
             let inner = obj
                 .remove("pushNotificationConfig")
                 .ok_or_else(|| A2AError::invalid_field("pushNotificationConfig", "is required"))?;
@@ -162,7 +186,9 @@ async fn unary(
         }
         (Operation::GetPushConfig, Version::V0_3) => {
             let task_id = take_str(&mut obj, "id").unwrap_or_default();
-            let config_id = take_str(&mut obj, "pushNotificationConfigId");
+            // "default" names the config registered without an id (0.3 SDK usage).
+            let config_id =
+                take_str(&mut obj, "pushNotificationConfigId").filter(|id| id != "default");
             Ok(wire.push_config(
                 &ops::get_push_config(state, scope, &task_id, config_id.as_deref()).await?,
             ))
@@ -234,12 +260,9 @@ async fn stream(
     };
     match frames {
         Ok(frames) => wire::sse(frames, state.shutdown.clone(), render),
-        // 0.3 clients expect a finished task's resubscribe error inside the stream.
-        Err(err)
-            if version == Version::V0_3
-                && op == Operation::SubscribeToTask
-                && err.kind == ErrorKind::UnsupportedOperation =>
-        {
+        // 0.3 clients read a streaming method's errors as an SSE event (the 0.3 SDKs
+        // and TCK); 1.0 wants a plain JSON-RPC error before any stream starts.
+        Err(err) if version == Version::V0_3 => {
             wire::sse_error(state.shutdown.clone(), render, err)
         }
         Err(err) => reply(&id, Err(err), version),

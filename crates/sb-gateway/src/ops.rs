@@ -298,8 +298,25 @@ pub async fn list_tasks(
     })
 }
 
-pub async fn cancel_task(state: &AppState, scope: &Scope, task_id: &str) -> Result<Task, A2AError> {
+/// CancelTask. Canceling a canceled task returns it in 1.0 (idempotent, digest §11.7);
+/// 0.3 peers (the 0.3 SDKs and TCK) expect TaskNotCancelable.
+pub async fn cancel_task(
+    state: &AppState,
+    scope: &Scope,
+    task_id: &str,
+    version: Version,
+) -> Result<Task, A2AError> {
     require_id(task_id, "id")?;
+    if version == Version::V0_3 {
+        let current = state.tasks.get(scope, task_id).await?;
+        if current.state() == TaskState::Canceled {
+            return Err(A2AError::new(
+                ErrorKind::TaskNotCancelable,
+                format!("task {task_id} is already canceled"),
+            )
+            .with_task(task_id));
+        }
+    }
     Ok(state.tasks.cancel(scope, task_id).await?.task)
 }
 

@@ -160,9 +160,9 @@ async fn unary(
             }
             Ok(Some(wire.task(&ops::get_task(state, scope, &get).await?)))
         }
-        (Route::Cancel(id), Method::POST) => {
-            Ok(Some(wire.task(&ops::cancel_task(state, scope, &id).await?)))
-        }
+        (Route::Cancel(id), Method::POST) => Ok(Some(
+            wire.task(&ops::cancel_task(state, scope, &id, version).await?),
+        )),
         (Route::PushConfigs(task_id), Method::POST) => {
             let config = decode_push_config(body_json(req)?, wire, &task_id)?;
             Ok(Some(wire.push_config(
@@ -213,6 +213,7 @@ fn decode_push_config(
                 .remove("pushNotificationConfig")
                 .or_else(|| config.remove("push_notification_config"))
                 .ok_or_else(|| A2AError::invalid_field("pushNotificationConfig", "is required"))?;
+            let inner = crate::jsonrpc::default_config_id(inner, task_id);
             let mut flat = v03::push_inner_from_v03(inner).map_err(A2AError::invalid_params)?;
             if let (Some(id), Some(obj)) =
                 (config_id.filter(|v| v.is_string()), flat.as_object_mut())

@@ -330,6 +330,19 @@ fn part_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
         return Err("a part must be an object".into());
     };
     let kind = obj.remove("kind");
+    // kind-JSON parts must say what they are (types.ts); guessing from the members would
+    // accept parts the client meant as something else.
+    if dialect == Dialect03::KindJson {
+        match kind.as_ref().and_then(Value::as_str) {
+            Some("text" | "file" | "data") => {}
+            Some(other) => {
+                return Err(format!(
+                    "unknown part kind \"{other}\" (expected text, file or data)"
+                ));
+            }
+            None => return Err("a part needs \"kind\": text, file or data".into()),
+        }
+    }
     let mut out = Map::new();
     let mut metadata = obj.remove("metadata");
     if let Some(text) = obj.remove("text") {

@@ -1,0 +1,378 @@
+//! The gateway's HTTP behaviour, driven through the router with in-memory services:
+//! envelope and version errors, content types, cards, size limits, and the places where
+//! the two protocol versions deliberately differ.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test harness
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use sb_agent::builtin::{ConformanceAgent, EchoAgent};
+use sb_agent::{Agent, AgentHost};
+use sb_fanout::LocalFanout;
+use sb_gateway::{AppState, router};
+use sb_registry::{HostedAgent, StaticRegistry};
+use sb_store::{EventBus, LocalBus, MemoryStore};
+use sb_tasks::LocalTaskService;
+use sb_webhooks::LocalPushConfigs;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+fn app() -> axum::Router {
+    let store = Arc::new(MemoryStore::new());
+    let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
+    let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
+    let mut agents: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
+    agents.insert("echo".into(), Arc::new(EchoAgent));
+    agents.insert("conformance".into(), Arc::new(ConformanceAgent::default()));
+    let hosted: Vec<HostedAgent> = agents
+        .iter()
+        .map(|(name, agent)| {
+            let d = agent.describe();
+            HostedAgent {
+                name: name.clone(),
+                description: d.description,
+                version: "1".into(),
+                skills: d.skills,
+                input_modes: d.input_modes,
+                output_modes: d.output_modes,
+                extensions: vec![],
+                security_schemes: BTreeMap::new(),
+                security_requirements: vec![],
+                merged_card_by_default: name != "conformance",
+            }
+        })
+        .collect();
+    let state = AppState {
+        tasks: tasks.clone(),
+        fanout: Arc::new(LocalFanout::new(tasks.clone(), bus.clone())),
+        push: Arc::new(LocalPushConfigs::new(store, tasks.clone())),
+        registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
+        host: AgentHost::new(agents, tasks, bus),
+        shutdown: CancellationToken::new(),
+        max_body_bytes: 64 * 1024,
+    };
+    router(state)
+}
+
+async fn call(
+    app: &axum::Router,
+    req: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let response = app.clone().oneshot(req).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn post(path: &str, version: Option<&str>, body: &str) -> Request<Body> {
+    let mut builder = Request::post(path).header("content-type", "application/json");
+    if let Some(v) = version {
+        builder = builder.header("A2A-Version", v);
+    }
+    builder.body(Body::from(body.to_owned())).unwrap()
+}
+
+async fn rpc(
+    app: &axum::Router,
+    path: &str,
+    version: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let (status, _, text) = call(app, post(path, version, &body)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn user_message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+#[tokio::test]
+async fn envelope_errors_keep_their_codes() {
+    let app = app();
+    for (body, code) in [
+        ("{oops", -32700),
+        ("[1,2]", -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod"}"#,
+            -32601,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#,
+            -32602,
+        ),
+    ] {
+        let (status, _, text) = call(&app, post("/a2a", Some("1.0"), body)).await;
+        assert_eq!(status, StatusCode::OK);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"]["code"], code, "{body} -> {text}");
+    }
+    let v = rpc(&app, "/a2a", Some("99.0"), "GetTask", json!({"id": "x"})).await;
+    assert_eq!(v["error"]["code"], -32009);
+    let v = rpc(&app, "/a2a", Some("1.0"), "GetTask", json!({"id": "nope"})).await;
+    assert_eq!(v["error"]["code"], -32001);
+    assert_eq!(v["error"]["data"][0]["reason"], "TASK_NOT_FOUND");
+    assert_eq!(v["id"], 7);
+}
+
+#[tokio::test]
+async fn unreadable_media_types_are_refused() {
+    let app = app();
+    let req = Request::post("/a2a")
+        .header("content-type", "text/plain")
+        .body(Body::from("hi"))
+        .unwrap();
+    let (_, _, text) = call(&app, req).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        -32005
+    );
+    let req = Request::post("/message:send")
+        .header("content-type", "text/plain")
+        .body(Body::from("hi"))
+        .unwrap();
+    let (status, _, text) = call(&app, req).await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        415
+    );
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413() {
+    let app = app();
+    let big = "x".repeat(70 * 1024);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("m", &big)}});
+    let (status, _, text) = call(&app, post("/a2a", Some("1.0"), &body.to_string())).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(text.contains("exceeds the limit"), "{text}");
+}
+
+#[tokio::test]
+async fn cards_are_cacheable_and_versioned() {
+    let app = app();
+    let get = |path: &str, version: Option<&str>, etag: Option<&str>| {
+        let mut b = Request::get(path);
+        if let Some(v) = version {
+            b = b.header("A2A-Version", v);
+        }
+        if let Some(e) = etag {
+            b = b.header("If-None-Match", e);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let (status, headers, text) = call(&app, get("/.well-known/agent-card.json", None, None)).await;
+    assert_eq!(status, StatusCode::OK);
+    let card: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        card["url"], "http://sb.test/a2a",
+        "root card carries the 0.3 fields"
+    );
+    assert!(
+        headers["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age")
+    );
+    assert!(headers.contains_key("last-modified"));
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    let (status, _, _) = call(&app, get("/.well-known/agent-card.json", None, Some(&etag))).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+
+    let (_, _, text) = call(
+        &app,
+        get(
+            "/agents/conformance/.well-known/agent-card.json",
+            None,
+            None,
+        ),
+    )
+    .await;
+    let strict: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        strict.get("url").is_none(),
+        "conformance serves the strict 1.0 card"
+    );
+    assert_eq!(
+        strict["supportedInterfaces"][0]["url"],
+        "http://sb.test/agents/conformance/a2a"
+    );
+    let (_, _, text) = call(
+        &app,
+        get(
+            "/agents/conformance/.well-known/agent-card.json",
+            Some("0.3"),
+            None,
+        ),
+    )
+    .await;
+    assert!(
+        serde_json::from_str::<Value>(&text)
+            .unwrap()
+            .get("url")
+            .is_some()
+    );
+    let (status, _, _) = call(
+        &app,
+        get("/agents/ghost/.well-known/agent-card.json", None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn direct_message_replies_create_no_task() {
+    let app = app();
+    let v = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        Some("1.0"),
+        "SendMessage",
+        json!({"message": user_message("tck-message-response-1", "hi")}),
+    )
+    .await;
+    assert_eq!(
+        v["result"]["message"]["parts"][0]["text"],
+        "Direct message response"
+    );
+    assert!(v["result"].get("task").is_none());
+}
+
+#[tokio::test]
+async fn cancel_twice_differs_by_version() {
+    let app = app();
+    let send = |id: &str| json!({"message": {"kind": "message", "messageId": id, "role": "user", "parts": [{"kind": "text", "text": "x"}]}});
+    let created = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        None,
+        "message/send",
+        send("plain-1"),
+    )
+    .await;
+    assert_eq!(
+        created["result"]["status"]["state"], "working",
+        "fire-and-forget task stays working"
+    );
+    let id = created["result"]["id"].clone();
+    let first = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        None,
+        "tasks/cancel",
+        json!({"id": id}),
+    )
+    .await;
+    assert_eq!(first["result"]["status"]["state"], "canceled");
+    let second = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        None,
+        "tasks/cancel",
+        json!({"id": id}),
+    )
+    .await;
+    assert_eq!(
+        second["error"]["code"], -32002,
+        "0.3: already canceled is not cancelable"
+    );
+    let again = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        Some("1.0"),
+        "CancelTask",
+        json!({"id": id}),
+    )
+    .await;
+    assert_eq!(
+        again["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "1.0: idempotent"
+    );
+}
+
+#[tokio::test]
+async fn v03_stream_errors_arrive_as_events() {
+    let app = app();
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/resubscribe", "params": {"id": "missing"}});
+    let (status, headers, text) = call(&app, post("/a2a", None, &body.to_string())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    assert!(text.contains("\"code\":-32001"), "{text}");
+    let v1 = rpc(
+        &app,
+        "/a2a",
+        Some("1.0"),
+        "SubscribeToTask",
+        json!({"id": "missing"}),
+    )
+    .await;
+    assert_eq!(v1["error"]["code"], -32001, "1.0: a plain JSON-RPC error");
+}
+
+#[tokio::test]
+async fn v03_push_config_without_id_is_the_default() {
+    let app = app();
+    let send = json!({"message": {"kind": "message", "messageId": "p-1", "role": "user", "parts": [{"kind": "text", "text": "x"}]}});
+    let task = rpc(&app, "/a2a", None, "message/send", send).await;
+    let task_id = task["result"]["id"].as_str().unwrap().to_owned();
+    let set = rpc(
+        &app,
+        "/a2a",
+        None,
+        "tasks/pushNotificationConfig/set",
+        json!({"taskId": task_id, "pushNotificationConfig": {"url": "https://example.com/hook"}}),
+    )
+    .await;
+    assert_eq!(
+        set["result"]["pushNotificationConfig"]["id"],
+        task_id.as_str()
+    );
+    let got = rpc(
+        &app,
+        "/a2a",
+        None,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": task_id, "pushNotificationConfigId": "default"}),
+    )
+    .await;
+    assert_eq!(
+        got["result"]["pushNotificationConfig"]["url"],
+        "https://example.com/hook"
+    );
+    let part_without_kind = json!({"message": {"kind": "message", "messageId": "p-2", "role": "user", "parts": [{"type": "weird", "text": "x"}]}});
+    let rejected = rpc(&app, "/a2a", None, "message/send", part_without_kind).await;
+    assert_eq!(rejected["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn rest_streams_carry_sequence_ids_and_close() {
+    let app = app();
+    let body = json!({"message": user_message("s-1", "stream me")}).to_string();
+    let (status, _, text) = call(
+        &app,
+        post("/agents/echo/message:stream", Some("1.0"), &body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")))
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "4"], "{text}");
+    let last = text.lines().rfind(|l| l.starts_with("data:")).unwrap();
+    assert!(last.contains("TASK_STATE_COMPLETED"), "{last}");
+}
