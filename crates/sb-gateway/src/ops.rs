@@ -173,11 +173,17 @@ pub async fn send_streaming(
     version: Version,
 ) -> Result<FrameStream, A2AError> {
     match start_turn(state, scope, &req, version).await? {
-        Started::Turn(record, _) => Ok(snapshot_then_live(
-            state,
-            *record,
-            history_limit(req.history_length()),
-        )),
+        Started::Turn(record, turn) => {
+            let task_id = record.task.id.clone();
+            let frames = snapshot_then_live(state, *record, history_limit(req.history_length()));
+            Ok(until_turn_over(
+                state.clone(),
+                scope.clone(),
+                task_id,
+                frames,
+                turn,
+            ))
+        }
         Started::Reply(message) => {
             let frame = Frame {
                 seq: 0,
@@ -207,6 +213,58 @@ fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>
         });
     let head = futures::stream::once(async move { Ok(first) });
     head.chain(until_end(live.boxed())).boxed()
+}
+
+/// Ends a SendStreamingMessage stream once the agent's turn is over and every event it
+/// committed has been sent, even if the agent left the task working (a kept-open task
+/// continues on the next message; SubscribeToTask follows it further).
+fn until_turn_over(
+    state: AppState,
+    scope: Scope,
+    task_id: String,
+    frames: FrameStream,
+    turn: oneshot::Receiver<()>,
+) -> FrameStream {
+    struct Progress {
+        frames: FrameStream,
+        turn: Option<oneshot::Receiver<()>>,
+        last_seq: u64,
+        stop_at: Option<u64>,
+    }
+    let start = Progress {
+        frames,
+        turn: Some(turn),
+        last_seq: 0,
+        stop_at: None,
+    };
+    futures::stream::unfold(start, move |mut p| {
+        let (state, scope, task_id) = (state.clone(), scope.clone(), task_id.clone());
+        async move {
+            loop {
+                if p.stop_at.is_some_and(|stop| p.last_seq >= stop) {
+                    return None;
+                }
+                let item = match p.turn.as_mut() {
+                    Some(turn) => tokio::select! {
+                        item = p.frames.next() => item,
+                        _ = turn => {
+                            p.turn = None;
+                            // Everything the turn committed is at or below the task's seq now.
+                            let seq = state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0);
+                            p.stop_at = Some(seq);
+                            continue;
+                        }
+                    },
+                    None => p.frames.next().await,
+                }?;
+                if let Ok(frame) = &item {
+                    p.last_seq = p.last_seq.max(frame.seq);
+                }
+                return Some((item, p));
+            }
+        }
+    })
+    .boxed()
 }
 
 /// Ends the stream after the frame that closes it (terminal or interrupted state), or

@@ -376,3 +376,22 @@ async fn rest_streams_carry_sequence_ids_and_close() {
     let last = text.lines().rfind(|l| l.starts_with("data:")).unwrap();
     assert!(last.contains("TASK_STATE_COMPLETED"), "{last}");
 }
+
+#[tokio::test]
+async fn streaming_send_ends_with_the_agents_turn() {
+    let app = app();
+    let body = json!({"message": user_message("fire-and-forget-1", "x")}).to_string();
+    let request = call(
+        &app,
+        post("/agents/conformance/message:stream", Some("1.0"), &body),
+    );
+    // The task stays working, but the turn is over: the stream must close by itself.
+    let (status, _, text) = tokio::time::timeout(std::time::Duration::from_secs(10), request)
+        .await
+        .expect("stream closed");
+    assert_eq!(status, StatusCode::OK);
+    let data: Vec<&str> = text.lines().filter(|l| l.starts_with("data:")).collect();
+    assert_eq!(data.len(), 2, "{text}");
+    assert!(data[0].contains("TASK_STATE_SUBMITTED"));
+    assert!(data[1].contains("TASK_STATE_WORKING"));
+}

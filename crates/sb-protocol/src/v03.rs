@@ -470,12 +470,17 @@ pub fn push_inner_from_v03(value: Value) -> Result<Value, String> {
             Some(Value::Null) | None => auth.remove("scheme"),
             Some(_) => return Err("authentication.schemes must be an array".into()),
         };
+        let credentials = auth.remove("credentials").filter(|c| !c.is_null());
+        // Proto3 clients send an empty authentication message for "none".
+        if scheme.is_none() && credentials.is_none() {
+            return Ok(Value::Object(obj));
+        }
         let mut out = Map::new();
         out.insert(
             "scheme".into(),
             scheme.unwrap_or(Value::String(String::new())),
         );
-        if let Some(credentials) = auth.remove("credentials") {
+        if let Some(credentials) = credentials {
             out.insert("credentials".into(), credentials);
         }
         obj.insert("authentication".into(), Value::Object(out));
@@ -574,6 +579,18 @@ mod tests {
             "Bearer"
         );
         assert_eq!(v["message"]["parts"][0], json!({"text": "hi"}));
+    }
+
+    #[test]
+    fn empty_authentication_means_none() {
+        let v = push_inner_from_v03(json!({"url": "https://h", "authentication": {"schemes": []}}))
+            .unwrap();
+        assert!(v.get("authentication").is_none());
+        let v = push_inner_from_v03(json!({"url": "https://h", "authentication": {"schemes": ["Basic"], "credentials": "x"}})).unwrap();
+        assert_eq!(
+            v["authentication"],
+            json!({"scheme": "Basic", "credentials": "x"})
+        );
     }
 
     #[test]
