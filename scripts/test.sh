@@ -12,8 +12,11 @@ echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
-echo "== interop (official a2a-sdk and @a2a-js/sdk clients)"
 cargo build --locked -p switchboard
+echo "== deployment files"
+bash scripts/validate-deploy.sh
+
+echo "== interop (official a2a-sdk and @a2a-js/sdk clients)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data_dir=$(mktemp -d)
 ./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" > target/interop-server.log 2>&1 &

@@ -375,11 +375,14 @@ mod tests {
         );
     }
 
-    /// A cancel racing a completion: exactly one wins, and the loser sees why.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn cancel_never_overwrites_a_terminal_state() {
-        let svc = Arc::new(service());
-        for _ in 0..1000 {
+    /// A cancel racing a completion, `rounds` times: exactly one wins each race, and the
+    /// loser sees why. Returns how often (completion, cancel) won.
+    async fn race_cancel_against_completion(
+        svc: Arc<LocalTaskService>,
+        rounds: usize,
+    ) -> (usize, usize) {
+        let mut wins = (0, 0);
+        for _ in 0..rounds {
             let rec = svc
                 .create(NewTask {
                     scope: scope(),
@@ -406,10 +409,12 @@ mod tests {
             let final_state = svc.get(&scope(), &id).await.unwrap().state();
             match final_state {
                 TaskState::Completed => {
+                    wins.0 += 1;
                     assert!(completed.is_ok());
                     assert_eq!(canceled.unwrap_err().kind, ErrorKind::TaskNotCancelable);
                 }
                 TaskState::Canceled => {
+                    wins.1 += 1;
                     assert!(canceled.is_ok());
                     assert_eq!(completed.unwrap_err().kind, ErrorKind::UnsupportedOperation);
                 }
@@ -418,6 +423,30 @@ mod tests {
             let events = svc.events_after(&id, 0, 10).await.unwrap();
             assert_eq!(events.len(), 2, "exactly one terminal event");
         }
+        wins
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_never_overwrites_a_terminal_state_in_memory() {
+        let wins = race_cancel_against_completion(Arc::new(service()), 1000).await;
+        eprintln!(
+            "memory store: completion won {} races, cancel won {}",
+            wins.0, wins.1
+        );
+        assert_eq!(wins.0 + wins.1, 1000);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_never_overwrites_a_terminal_state_in_redb() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(sb_store::RedbStore::open(&dir.path().join("race.redb")).unwrap());
+        let svc = Arc::new(LocalTaskService::new(store, Arc::new(LocalBus::new())));
+        let wins = race_cancel_against_completion(svc, 1000).await;
+        eprintln!(
+            "redb store: completion won {} races, cancel won {}",
+            wins.0, wins.1
+        );
+        assert_eq!(wins.0 + wins.1, 1000);
     }
 
     #[tokio::test]

@@ -46,6 +46,12 @@ struct Cli {
 enum Command {
     /// Serve A2A (all services in one process, embedded durable store).
     Serve(ServeArgs),
+    /// Exit 0 if a switchboard answers `GET /healthz` at ADDR (for container health
+    /// checks, where no curl exists).
+    Health {
+        #[arg(default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+    },
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -71,6 +77,9 @@ struct ServeArgs {
     /// The agent also served at the root ("" for none).
     #[arg(long, env = "SWITCHBOARD_DEFAULT_AGENT")]
     default_agent: Option<String>,
+    /// Only check the configuration: print what is wrong (exit 64) or "config ok".
+    #[arg(long)]
+    check: bool,
 }
 
 /// Entry point of the binary.
@@ -78,6 +87,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(args)) => args,
+        Some(Command::Health { addr }) => return health(addr),
         None => ServeArgs::default_from_env(),
     };
     let file = match &args.config {
@@ -108,6 +118,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if args.check {
+        println!(
+            "config ok: {} agent(s), listening on {}",
+            config.agents.len(),
+            config.listen
+        );
+        return ExitCode::SUCCESS;
+    }
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -145,6 +163,30 @@ impl ServeArgs {
             args: ServeArgs,
         }
         Wrapper::parse_from(["switchboard"]).args
+    }
+}
+
+fn health(addr: std::net::SocketAddr) -> ExitCode {
+    use std::io::{Read, Write};
+    let probe = || -> std::io::Result<bool> {
+        let timeout = Duration::from_secs(2);
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
+    };
+    match probe() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("switchboard at {addr} is not healthy");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("switchboard at {addr} did not answer: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
