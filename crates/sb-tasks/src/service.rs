@@ -299,17 +299,19 @@ mod tests {
         }
     }
 
+    async fn create(svc: &LocalTaskService, text: &str) -> TaskRecord {
+        let new = NewTask {
+            scope: scope(),
+            message: user(text),
+            metadata: None,
+        };
+        svc.create(new).await.unwrap()
+    }
+
     #[tokio::test]
     async fn create_get_and_scope() {
         let svc = service();
-        let rec = svc
-            .create(NewTask {
-                scope: scope(),
-                message: user("hi"),
-                metadata: None,
-            })
-            .await
-            .unwrap();
+        let rec = create(&svc, "hi").await;
         assert_eq!(rec.state(), TaskState::Submitted);
         assert_eq!(
             rec.task.history[0].task_id.as_deref(),
@@ -337,14 +339,7 @@ mod tests {
     #[tokio::test]
     async fn cancel_rules() {
         let svc = service();
-        let rec = svc
-            .create(NewTask {
-                scope: scope(),
-                message: user("hi"),
-                metadata: None,
-            })
-            .await
-            .unwrap();
+        let rec = create(&svc, "hi").await;
         let id = rec.task.id.clone();
         assert_eq!(
             svc.cancel(&scope(), &id).await.unwrap().state(),
@@ -352,14 +347,7 @@ mod tests {
         );
         let again = svc.cancel(&scope(), &id).await.unwrap();
         assert_eq!(again.seq, 2, "canceling twice writes nothing");
-        let done = svc
-            .create(NewTask {
-                scope: scope(),
-                message: user("x"),
-                metadata: None,
-            })
-            .await
-            .unwrap();
+        let done = create(&svc, "x").await;
         svc.update(
             &done.task.id,
             TaskUpdate::Status {
@@ -383,14 +371,7 @@ mod tests {
     ) -> (usize, usize) {
         let mut wins = (0, 0);
         for _ in 0..rounds {
-            let rec = svc
-                .create(NewTask {
-                    scope: scope(),
-                    message: user("race"),
-                    metadata: None,
-                })
-                .await
-                .unwrap();
+            let rec = create(&svc, "race").await;
             let id = rec.task.id.clone();
             let (s1, s2, i1, i2) = (svc.clone(), svc.clone(), id.clone(), id.clone());
             let complete = tokio::spawn(async move {
@@ -452,22 +433,8 @@ mod tests {
     #[tokio::test]
     async fn recovery_fails_running_tasks_only() {
         let svc = service();
-        let running = svc
-            .create(NewTask {
-                scope: scope(),
-                message: user("a"),
-                metadata: None,
-            })
-            .await
-            .unwrap();
-        let waiting = svc
-            .create(NewTask {
-                scope: scope(),
-                message: user("b"),
-                metadata: None,
-            })
-            .await
-            .unwrap();
+        let running = create(&svc, "a").await;
+        let waiting = create(&svc, "b").await;
         svc.update(
             &waiting.task.id,
             TaskUpdate::Status {
