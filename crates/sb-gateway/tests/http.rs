@@ -395,3 +395,51 @@ async fn streaming_send_ends_with_the_agents_turn() {
     assert!(data[0].contains("TASK_STATE_SUBMITTED"));
     assert!(data[1].contains("TASK_STATE_WORKING"));
 }
+
+/// No input, however malformed, makes the server fail internally: every prefix of valid
+/// requests (and a few byte flips) gets a client error or a success, never a 5xx.
+#[tokio::test]
+async fn malformed_input_never_breaks_the_server() {
+    let app = app();
+    let valid = [
+        (
+            "/a2a",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("f-1", "hi"), "configuration": {"historyLength": 2, "returnImmediately": true}}}),
+        ),
+        (
+            "/a2a",
+            json!({"jsonrpc": "2.0", "id": "x", "method": "message/send", "params": {"message": {"kind": "message", "messageId": "f-2", "role": "user", "parts": [{"kind": "file", "file": {"bytes": "AAE=", "name": "a"}}]}}}),
+        ),
+        (
+            "/a2a",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {"pageSize": 3, "status": "TASK_STATE_WORKING"}}),
+        ),
+        (
+            "/message:send",
+            json!({"message": user_message("f-3", "hi"), "configuration": {"returnImmediately": true}}),
+        ),
+        (
+            "/v1/message:send",
+            json!({"message": {"messageId": "f-4", "role": "ROLE_USER", "content": [{"data": {"data": {"k": 1}}}]}, "configuration": {"blocking": false}}),
+        ),
+    ];
+    let mut checked = 0;
+    for (path, body) in valid {
+        let text = body.to_string();
+        let mut variants: Vec<String> = (0..text.len()).map(|cut| text[..cut].to_owned()).collect();
+        for (i, replacement) in [(3, "\u{0}"), (10, "]"), (text.len() / 2, "\"")] {
+            let mut flipped = text.clone();
+            flipped.replace_range(i..i + 1, replacement);
+            variants.push(flipped);
+        }
+        for variant in variants {
+            let (status, _, reply) = call(&app, post(path, Some("1.0"), &variant)).await;
+            assert!(
+                !status.is_server_error(),
+                "{path} {variant:?} -> {status} {reply}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 500);
+}

@@ -195,3 +195,51 @@ async fn kill_9_mid_task_then_restart() {
     );
     assert_eq!(resumed["contextId"], waiting["contextId"]);
 }
+
+/// SIGTERM ends open streams (clients resume elsewhere), lets agent runs finish within
+/// the grace period, and exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_streams_and_exits() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+    let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+        "parts": [{"text": "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight"}]}});
+    let response = reqwest::Client::new()
+        .post(format!("{}/agents/consolidate/message:stream", server.base))
+        .header("A2A-Version", "1.0")
+        .json(&message)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("TASK_STATE_SUBMITTED"));
+
+    let pid = server.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let drained = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "the stream did not end after SIGTERM");
+
+    let mut server = server;
+    let mut exit = None;
+    for _ in 0..150 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            exit = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let exit = exit.expect("switchboard exits within 15 s of SIGTERM");
+    assert!(exit.success(), "{exit:?}");
+}
