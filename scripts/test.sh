@@ -19,7 +19,7 @@ bash scripts/validate-deploy.sh
 echo "== interop (official a2a-sdk and @a2a-js/sdk clients)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data_dir=$(mktemp -d)
-./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" > target/interop-server.log 2>&1 &
+./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" --webhook-allow 127.0.0.1/32 > target/interop-server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log

@@ -50,7 +50,11 @@ fn app() -> axum::Router {
     let state = AppState {
         tasks: tasks.clone(),
         fanout: Arc::new(LocalFanout::new(tasks.clone(), bus.clone())),
-        push: Arc::new(LocalPushConfigs::new(store, tasks.clone())),
+        push: Arc::new(LocalPushConfigs::new(
+            store,
+            tasks.clone(),
+            Arc::new(sb_webhooks::AddressPolicy::default()),
+        )),
         registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
         host: AgentHost::new(agents, tasks, bus),
         shutdown: CancellationToken::new(),

@@ -12,9 +12,22 @@ use crate::traits::EventBus;
 /// How many events a slow subscriber may fall behind before it must refill from the log.
 const CHANNEL_CAPACITY: usize = 256;
 
-#[derive(Debug, Default)]
+/// How far the all-tasks channel may run ahead of its slowest receiver.
+const ALL_CAPACITY: usize = 8192;
+
+#[derive(Debug)]
 pub struct LocalBus {
     channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    all: broadcast::Sender<StoredEvent>,
+}
+
+impl Default for LocalBus {
+    fn default() -> Self {
+        LocalBus {
+            channels: Mutex::default(),
+            all: broadcast::channel(ALL_CAPACITY).0,
+        }
+    }
 }
 
 impl LocalBus {
@@ -30,6 +43,9 @@ impl LocalBus {
 
 impl EventBus for LocalBus {
     fn publish(&self, event: &StoredEvent) {
+        if self.all.receiver_count() > 0 {
+            let _ = self.all.send(event.clone());
+        }
         let mut channels = self.channels.lock();
         let Some(sender) = channels.get(&event.task_id) else {
             return;
@@ -47,6 +63,10 @@ impl EventBus for LocalBus {
             .entry(task_id.to_owned())
             .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
             .subscribe()
+    }
+
+    fn subscribe_all(&self) -> broadcast::Receiver<StoredEvent> {
+        self.all.subscribe()
     }
 }
 

@@ -54,6 +54,10 @@ pub struct PushConfigRecord {
     pub version: StoredVersion,
     pub owner: String,
     pub created_at: DateTime<Utc>,
+    /// The task's sequence number when the config was registered: it receives the
+    /// events after it, not the ones that were already sent when it arrived.
+    #[serde(default)]
+    pub from_seq: u64,
 }
 
 /// Serializable mirror of [`Version`].

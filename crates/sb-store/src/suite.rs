@@ -190,6 +190,7 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
         version: StoredVersion::V1_0,
         owner: String::new(),
         created_at: Utc::now(),
+        from_seq: 0,
     };
     store
         .put_push_config(rec("t", "b", "https://1"))

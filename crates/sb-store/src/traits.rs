@@ -64,4 +64,7 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
 pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
     fn publish(&self, event: &StoredEvent);
     fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StoredEvent>;
+    /// Every task's events (for the webhook dispatcher). A receiver that lags loses
+    /// events and must recover from the durable log.
+    fn subscribe_all(&self) -> broadcast::Receiver<StoredEvent>;
 }

@@ -22,6 +22,12 @@ pub struct Config {
     pub default_agent: Option<String>,
     /// Seconds to let streams and agent runs finish on shutdown.
     pub shutdown_grace_secs: u64,
+    /// Webhook targets trusted beyond the public internet: CIDRs, addresses, host names.
+    pub webhook_allow: Vec<String>,
+    /// Waits before each webhook retry, in milliseconds.
+    pub webhook_retry_delays_ms: Vec<u64>,
+    /// Timeout of one webhook attempt, in milliseconds.
+    pub webhook_timeout_ms: u64,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -54,6 +60,9 @@ impl Default for Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             default_agent: Some("echo".into()),
             shutdown_grace_secs: 10,
+            webhook_allow: Vec::new(),
+            webhook_retry_delays_ms: vec![1000, 3000, 9000],
+            webhook_timeout_ms: 10_000,
             agents: default_agents(),
         }
     }
@@ -93,6 +102,8 @@ pub struct Overrides {
     pub public_url: Option<String>,
     pub max_body_bytes: Option<usize>,
     pub default_agent: Option<String>,
+    /// Added to the configured webhook allowlist.
+    pub webhook_allow: Vec<String>,
 }
 
 /// Builds the configuration from an optional TOML document and the overrides, and
@@ -120,6 +131,7 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
     if overrides.default_agent.is_some() {
         config.default_agent = overrides.default_agent.filter(|a| !a.is_empty());
     }
+    config.webhook_allow.extend(overrides.webhook_allow);
     validate(&config)?;
     Ok(config)
 }
@@ -166,6 +178,10 @@ fn validate(config: &Config) -> Result<(), String> {
         return Err(format!(
             "default_agent \"{default}\" is not one of the configured agents"
         ));
+    }
+    sb_webhooks::AddressPolicy::parse(&config.webhook_allow.join(","))?;
+    if config.webhook_timeout_ms == 0 {
+        return Err("webhook_timeout_ms must be positive".into());
     }
     if config.max_body_bytes < 1024 {
         return Err(format!(
@@ -251,6 +267,11 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown kind")
         );
+        let bad_allow = Overrides {
+            webhook_allow: vec!["10.0.0.0/33".into()],
+            ..Default::default()
+        };
+        assert!(load(None, bad_allow).unwrap_err().contains("10.0.0.0/33"));
         let missing = Overrides {
             default_agent: Some("ghost".into()),
             ..Default::default()

@@ -22,7 +22,7 @@ use sb_gateway::AppState;
 use sb_registry::{HostedAgent, StaticRegistry};
 use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore};
 use sb_tasks::LocalTaskService;
-use sb_webhooks::LocalPushConfigs;
+use sb_webhooks::{AddressPolicy, Dispatcher, DispatcherConfig, LocalPushConfigs};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -77,6 +77,10 @@ struct ServeArgs {
     /// The agent also served at the root ("" for none).
     #[arg(long, env = "SWITCHBOARD_DEFAULT_AGENT")]
     default_agent: Option<String>,
+    /// Trust these webhook targets beyond the public internet (CIDRs, addresses, host
+    /// names; comma-separated or repeated), e.g. `127.0.0.1/32` for a local receiver.
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_ALLOW", value_delimiter = ',')]
+    webhook_allow: Vec<String>,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -110,6 +114,7 @@ pub fn main() -> ExitCode {
         public_url: args.public_url,
         max_body_bytes: args.max_body_bytes,
         default_agent: args.default_agent,
+        webhook_allow: args.webhook_allow,
     };
     let config = match config::load(file.as_deref(), overrides) {
         Ok(config) => config,
@@ -249,7 +254,7 @@ pub async fn serve(
         (store.clone(), store)
     };
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
-    let task_service = Arc::new(LocalTaskService::new(tasks_store, bus.clone()));
+    let task_service = Arc::new(LocalTaskService::new(tasks_store.clone(), bus.clone()));
     let recovered = task_service
         .recover_unfinished()
         .await
@@ -282,6 +287,20 @@ pub async fn serve(
         });
         agents.insert(agent_config.name.clone(), agent);
     }
+    let policy = Arc::new(
+        AddressPolicy::parse(&config.webhook_allow.join(",")).map_err(|e| anyhow::anyhow!(e))?,
+    );
+    let dispatcher_config = DispatcherConfig {
+        retry_delays: config
+            .webhook_retry_delays_ms
+            .iter()
+            .map(|ms| Duration::from_millis(*ms))
+            .collect(),
+        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
+        policy: policy.clone(),
+    };
+    let dispatcher = Dispatcher::new(push_store.clone(), tasks_store.clone(), dispatcher_config)
+        .map_err(|e| anyhow::anyhow!(e))?;
     let registry = Arc::new(StaticRegistry::new(
         &config.public_url(),
         &hosted,
@@ -291,14 +310,15 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let state = AppState {
         tasks: task_service.clone(),
-        fanout: Arc::new(LocalFanout::new(task_service.clone(), bus)),
-        push: Arc::new(LocalPushConfigs::new(push_store, task_service)),
+        fanout: Arc::new(LocalFanout::new(task_service.clone(), bus.clone())),
+        push: Arc::new(LocalPushConfigs::new(push_store, task_service, policy)),
         registry,
         host: host.clone(),
         shutdown: stop.clone(),
         max_body_bytes: config.max_body_bytes,
     };
     let app = sb_gateway::router(state);
+    let dispatching = dispatcher.spawn(&*bus, stop.clone());
     tracing::info!(listen = %listener.local_addr()?, public_url = %config.public_url(), "switchboard serving");
     let stopping = stop.clone();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
@@ -312,6 +332,10 @@ pub async fn serve(
         tracing::warn!(
             "agent runs still going after the grace period; they will be failed on the next start"
         );
+    }
+    dispatching.abort();
+    if !dispatcher.drain(grace).await {
+        tracing::warn!("webhook deliveries still pending after the grace period were dropped");
     }
     Ok(())
 }

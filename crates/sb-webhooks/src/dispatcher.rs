@@ -1,0 +1,341 @@
+//! Webhook delivery: every committed task event goes to the task's push configs, read
+//! live at delivery time, one event after another per task (parallel across tasks),
+//! never inline with the producer.
+//!
+//! Each attempt has a timeout; failures that can succeed later (connection errors,
+//! timeouts, 5xx, 408, 429) are retried after the configured delays with jitter, or
+//! after `Retry-After` when the receiver asks for longer. Redirects are not followed, and
+//! connections go only to addresses the [`AddressPolicy`] allows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue};
+use sb_protocol::v03::{self, Dialect03};
+use sb_protocol::{StreamResponse, Version};
+use sb_store::{EventBus, PushConfigRecord, PushConfigStore, StoredEvent, TaskStore};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::ssrf::{AddressPolicy, GuardedResolver};
+
+#[derive(Clone, Debug)]
+pub struct DispatcherConfig {
+    /// Waits before each retry; their count is the number of retries.
+    pub retry_delays: Vec<Duration>,
+    pub attempt_timeout: Duration,
+    pub policy: Arc<AddressPolicy>,
+}
+
+impl Default for DispatcherConfig {
+    fn default() -> Self {
+        DispatcherConfig {
+            retry_delays: vec![
+                Duration::from_secs(1),
+                Duration::from_secs(3),
+                Duration::from_secs(9),
+            ],
+            attempt_timeout: Duration::from_secs(10),
+            policy: Arc::new(AddressPolicy::default()),
+        }
+    }
+}
+
+/// The longest `Retry-After` honoured; a receiver asking for more gets the normal delay.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+#[derive(Clone, Debug)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    configs: Arc<dyn PushConfigStore>,
+    tasks: Arc<dyn TaskStore>,
+    client: reqwest::Client,
+    config: DispatcherConfig,
+    /// The last delivery job of each task: the next one waits for it, which keeps each
+    /// task's deliveries in event order.
+    chains: Mutex<HashMap<String, JoinHandle<()>>>,
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Delivered,
+    Retry {
+        reason: String,
+        after: Option<Duration>,
+    },
+    GiveUp(String),
+}
+
+impl Dispatcher {
+    pub fn new(
+        configs: Arc<dyn PushConfigStore>,
+        tasks: Arc<dyn TaskStore>,
+        config: DispatcherConfig,
+    ) -> Result<Dispatcher, String> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver::new(config.policy.clone())))
+            .timeout(config.attempt_timeout)
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the webhook HTTP client: {e}"))?;
+        let inner = Inner {
+            configs,
+            tasks,
+            client,
+            config,
+            chains: Mutex::new(HashMap::new()),
+        };
+        Ok(Dispatcher {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Takes every event off the bus until `shutdown`, queueing its deliveries.
+    pub fn spawn(&self, bus: &dyn EventBus, shutdown: CancellationToken) -> JoinHandle<()> {
+        let mut events = bus.subscribe_all();
+        let dispatcher = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    received = events.recv() => match received {
+                        Ok(event) => dispatcher.enqueue(event),
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            tracing::error!(missed, "webhook dispatcher fell behind the event bus; those events are not delivered");
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                }
+            }
+        })
+    }
+
+    /// Queues the deliveries of one event behind the task's earlier ones.
+    pub fn enqueue(&self, event: StoredEvent) {
+        let inner = self.inner.clone();
+        let mut chains = self.inner.chains.lock();
+        let previous = chains.remove(&event.task_id);
+        let task_id = event.task_id.clone();
+        let job = tokio::spawn(async move {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            inner.deliver_event(&event).await;
+        });
+        chains.insert(task_id, job);
+        if chains.len() > 1024 {
+            chains.retain(|_, job| !job.is_finished());
+        }
+    }
+
+    /// Waits for queued deliveries, at most `grace`. Returns whether all finished.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        let jobs: Vec<JoinHandle<()>> = self
+            .inner
+            .chains
+            .lock()
+            .drain()
+            .map(|(_, job)| job)
+            .collect();
+        tokio::time::timeout(grace, futures::future::join_all(jobs))
+            .await
+            .is_ok()
+    }
+}
+
+impl Inner {
+    async fn deliver_event(&self, event: &StoredEvent) {
+        let configs = match self.configs.list_push_configs(&event.task_id).await {
+            Ok(configs) => configs,
+            Err(e) => {
+                tracing::error!(task_id = %event.task_id, error = %e, "cannot read push configs; event not delivered");
+                return;
+            }
+        };
+        for record in configs.iter().filter(|r| event.seq > r.from_seq) {
+            let Some(body) = self.body(record, event).await else {
+                continue;
+            };
+            self.deliver(record, event, body).await;
+        }
+    }
+
+    /// 1.0 receivers get the event as a `StreamResponse`; 0.3 receivers get the whole
+    /// task in 0.3 JSON, as the 0.3 SDKs send it (digest §7.3).
+    async fn body(&self, record: &PushConfigRecord, event: &StoredEvent) -> Option<Vec<u8>> {
+        let json = match Version::from(record.version) {
+            Version::V1_0 => serde_json::to_value(&event.event).ok()?,
+            Version::V0_3 => match &event.event {
+                StreamResponse::Task(task) => v03::task_to_v03(task, Dialect03::KindJson),
+                _ => {
+                    let current = self.tasks.get(&event.task_id).await.ok().flatten()?;
+                    v03::task_to_v03(&current.task, Dialect03::KindJson)
+                }
+            },
+        };
+        serde_json::to_vec(&json).ok()
+    }
+
+    fn headers(record: &PushConfigRecord, event: &StoredEvent) -> Result<HeaderMap, String> {
+        let mut headers = HeaderMap::new();
+        let value = |v: &str| {
+            HeaderValue::from_str(v).map_err(|_| "a header value has invalid characters".to_owned())
+        };
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        // Standard Webhooks: receivers de-duplicate by id, which is also the stream's seq.
+        headers.insert(
+            "webhook-id",
+            value(&format!("{}:{}", event.task_id, event.seq))?,
+        );
+        headers.insert(
+            "webhook-timestamp",
+            value(&chrono::Utc::now().timestamp().to_string())?,
+        );
+        if let Some(auth) = &record.config.authentication
+            && let Some(credentials) = auth.credentials.as_deref().filter(|c| !c.is_empty())
+        {
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                value(&format!("{} {credentials}", auth.scheme))?,
+            );
+        }
+        if let Some(token) = record.config.token.as_deref().filter(|t| !t.is_empty()) {
+            headers.insert("x-a2a-notification-token", value(token)?);
+        }
+        Ok(headers)
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> (Attempt, Option<u16>) {
+        let response = match self
+            .client
+            .post(url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+        {
+            Ok(response) => response,
+            Err(e) => {
+                let reason = if e.is_timeout() {
+                    "timed out".to_owned()
+                } else {
+                    format!("could not connect: {e}")
+                };
+                return (
+                    Attempt::Retry {
+                        reason,
+                        after: None,
+                    },
+                    None,
+                );
+            }
+        };
+        let status = response.status();
+        let code = Some(status.as_u16());
+        if status.is_success() {
+            return (Attempt::Delivered, code);
+        }
+        let retryable = status.is_server_error()
+            || status == StatusCode::REQUEST_TIMEOUT
+            || status == StatusCode::TOO_MANY_REQUESTS;
+        let reason = format!("receiver answered {status}");
+        if !retryable {
+            return (Attempt::GiveUp(reason), code);
+        }
+        let after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .filter(|d| *d <= MAX_RETRY_AFTER);
+        (Attempt::Retry { reason, after }, code)
+    }
+
+    async fn deliver(&self, record: &PushConfigRecord, event: &StoredEvent, body: Vec<u8>) {
+        let url = record.config.url.as_str();
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let state = event
+            .event
+            .state()
+            .map(|s| s.as_str())
+            .unwrap_or("ARTIFACT_UPDATE");
+        // Checked again at send time: the config may predate a stricter policy, and a
+        // literal address never reaches the resolver.
+        if let Err(reason) = self.config.policy.check_url(url) {
+            tracing::warn!(task_id = %event.task_id, host, reason, "webhook target not allowed; not sent");
+            return;
+        }
+        let headers = match Self::headers(record, event) {
+            Ok(headers) => headers,
+            Err(reason) => {
+                tracing::error!(task_id = %event.task_id, host, reason, "webhook not sent");
+                return;
+            }
+        };
+        let attempts = self.config.retry_delays.len() + 1;
+        for attempt in 1..=attempts {
+            let (outcome, status) = self.attempt(url, headers.clone(), body.clone()).await;
+            let status = status.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
+            match outcome {
+                Attempt::Delivered => {
+                    tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, "webhook delivered");
+                    return;
+                }
+                Attempt::GiveUp(reason) => {
+                    tracing::warn!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook refused; not retried");
+                    return;
+                }
+                Attempt::Retry { reason, after } => {
+                    tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook attempt failed");
+                    let Some(delay) = self.config.retry_delays.get(attempt - 1) else {
+                        break;
+                    };
+                    tokio::time::sleep(after.unwrap_or_default().max(jittered(*delay))).await;
+                }
+            }
+        }
+        tracing::error!(task_id = %event.task_id, seq = event.seq, state, host, attempts, "webhook delivery failed after every retry");
+    }
+}
+
+/// The delay, spread by ±20% so receivers that failed together do not retry together.
+fn jittered(delay: Duration) -> Duration {
+    delay.mul_f64(0.8 + 0.4 * fastrand::f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_bounds() {
+        for _ in 0..100 {
+            let d = jittered(Duration::from_secs(10));
+            assert!(
+                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
+                "{d:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Webhook delivery against a real HTTP receiver on loopback: bodies per version, auth
+//! headers, event ids, order, retries, no retry on 4xx, and the address policy enforced
+//! at send time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test harness
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use parking_lot::Mutex;
+use sb_protocol::*;
+use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigRecord, PushConfigStore, StoredVersion};
+use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService, TaskUpdate};
+use sb_webhooks::{
+    AddressPolicy, Dispatcher, DispatcherConfig, LocalPushConfigs, PushConfigService,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Default)]
+struct Receiver {
+    seen: Arc<Mutex<Vec<(String, HeaderMap, Value)>>>,
+    /// Statuses to answer with, in order; 200 once they run out.
+    script: Arc<Mutex<Vec<u16>>>,
+}
+
+async fn hook(
+    State(rx): State<Receiver>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    rx.seen.lock().push((name, headers, json));
+    let next = {
+        let mut script = rx.script.lock();
+        if script.is_empty() {
+            200
+        } else {
+            script.remove(0)
+        }
+    };
+    StatusCode::from_u16(next).unwrap()
+}
+
+async fn start_receiver() -> (Receiver, String) {
+    let receiver = Receiver::default();
+    let app = Router::new()
+        .route("/{name}", post(hook))
+        .with_state(receiver.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (receiver, base)
+}
+
+struct World {
+    store: Arc<MemoryStore>,
+    tasks: Arc<LocalTaskService>,
+    push: LocalPushConfigs,
+    scope: Scope,
+}
+
+fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
+    let store = Arc::new(MemoryStore::new());
+    let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
+    let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
+    let policy = Arc::new(policy);
+    let push = LocalPushConfigs::new(store.clone(), tasks.clone(), policy.clone());
+    let config = DispatcherConfig {
+        retry_delays: delays,
+        attempt_timeout: Duration::from_secs(2),
+        policy,
+    };
+    let dispatcher = Dispatcher::new(store.clone(), store.clone(), config).unwrap();
+    dispatcher.spawn(&*bus, CancellationToken::new());
+    World {
+        store,
+        tasks,
+        push,
+        scope: Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        },
+    }
+}
+
+async fn new_task(w: &World) -> String {
+    let message = Message {
+        role: Role::User,
+        ..Message::agent_text("hi")
+    };
+    w.tasks
+        .create(NewTask {
+            scope: w.scope.clone(),
+            message,
+            metadata: None,
+        })
+        .await
+        .unwrap()
+        .task
+        .id
+}
+
+fn config(task_id: &str, url: String) -> TaskPushNotificationConfig {
+    TaskPushNotificationConfig {
+        tenant: None,
+        id: None,
+        task_id: task_id.into(),
+        url,
+        token: None,
+        authentication: None,
+    }
+}
+
+async fn wait_for(rx: &Receiver, count: usize) -> Vec<(String, HeaderMap, Value)> {
+    for _ in 0..300 {
+        if rx.seen.lock().len() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    rx.seen.lock().clone()
+}
+
+fn status(state: TaskState) -> TaskUpdate {
+    TaskUpdate::Status {
+        state,
+        message: None,
+    }
+}
+
+#[tokio::test]
+async fn delivers_each_event_in_order_with_auth_and_ids() {
+    let (rx, base) = start_receiver().await;
+    let w = world(
+        AddressPolicy::parse("127.0.0.0/8").unwrap(),
+        vec![Duration::from_millis(10)],
+    );
+    let task_id = new_task(&w).await;
+    let mut v1 = config(&task_id, format!("{base}/v1"));
+    v1.token = Some("tok".into());
+    v1.authentication = Some(AuthenticationInfo {
+        scheme: "Bearer".into(),
+        credentials: Some("cred".into()),
+    });
+    w.push.create(&w.scope, v1, Version::V1_0).await.unwrap();
+    w.push
+        .create(
+            &w.scope,
+            config(&task_id, format!("{base}/v03")),
+            Version::V0_3,
+        )
+        .await
+        .unwrap();
+
+    w.tasks
+        .update(&task_id, status(TaskState::Working))
+        .await
+        .unwrap();
+    let artifact = Artifact {
+        artifact_id: "a".into(),
+        name: None,
+        description: None,
+        parts: vec![Part::text("x")],
+        metadata: None,
+        extensions: vec![],
+    };
+    w.tasks
+        .update(
+            &task_id,
+            TaskUpdate::Artifact {
+                artifact,
+                append: false,
+                last_chunk: true,
+            },
+        )
+        .await
+        .unwrap();
+    w.tasks
+        .update(&task_id, status(TaskState::Completed))
+        .await
+        .unwrap();
+
+    let seen = wait_for(&rx, 6).await;
+    let v1: Vec<_> = seen.iter().filter(|(name, _, _)| name == "v1").collect();
+    assert_eq!(v1.len(), 3, "the creation event predates the config");
+    let ids: Vec<&str> = v1
+        .iter()
+        .map(|(_, h, _)| h["webhook-id"].to_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            format!("{task_id}:2"),
+            format!("{task_id}:3"),
+            format!("{task_id}:4")
+        ]
+    );
+    assert_eq!(v1[0].1["authorization"], "Bearer cred");
+    assert_eq!(v1[0].1["x-a2a-notification-token"], "tok");
+    assert_eq!(
+        v1[0].2["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    assert_eq!(v1[1].2["artifactUpdate"]["artifact"]["artifactId"], "a");
+    assert_eq!(
+        v1[2].2["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    let v03: Vec<_> = seen.iter().filter(|(name, _, _)| name == "v03").collect();
+    assert_eq!(v03.len(), 3);
+    assert_eq!(v03[0].2["kind"], "task");
+    assert_eq!(v03[0].2["id"], task_id.as_str());
+    assert!(v03[0].1.get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn retries_server_errors_but_not_client_errors() {
+    let (rx, base) = start_receiver().await;
+    let w = world(
+        AddressPolicy::parse("127.0.0.1").unwrap(),
+        vec![Duration::from_millis(10), Duration::from_millis(10)],
+    );
+    rx.script.lock().extend([503, 429, 400]);
+    let task_id = new_task(&w).await;
+    w.push
+        .create(
+            &w.scope,
+            config(&task_id, format!("{base}/r")),
+            Version::V1_0,
+        )
+        .await
+        .unwrap();
+    w.tasks
+        .update(&task_id, status(TaskState::Working))
+        .await
+        .unwrap();
+    let seen = wait_for(&rx, 3).await;
+    assert_eq!(seen.len(), 3, "503 and 429 are retried, then 400 ends it");
+    w.tasks
+        .update(&task_id, status(TaskState::Completed))
+        .await
+        .unwrap();
+    let seen = wait_for(&rx, 4).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        rx.seen.lock().len(),
+        4,
+        "the next event is delivered once, no stray retries"
+    );
+    assert_eq!(
+        seen[3].2["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}
+
+#[tokio::test]
+async fn private_targets_are_refused_at_send_time_too() {
+    let (rx, base) = start_receiver().await;
+    let w = world(AddressPolicy::default(), vec![]);
+    let task_id = new_task(&w).await;
+    // Registered behind the policy's back (as a config stored under an older, looser policy).
+    let record = PushConfigRecord {
+        config: TaskPushNotificationConfig {
+            id: Some("c".into()),
+            ..config(&task_id, format!("{base}/x"))
+        },
+        version: StoredVersion::V1_0,
+        owner: String::new(),
+        created_at: chrono::Utc::now(),
+        from_seq: 1,
+    };
+    w.store.put_push_config(record).await.unwrap();
+    assert!(
+        w.push
+            .create(
+                &w.scope,
+                config(&task_id, format!("{base}/y")),
+                Version::V1_0
+            )
+            .await
+            .is_err()
+    );
+    w.tasks
+        .update(&task_id, status(TaskState::Working))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rx.seen.lock().is_empty());
+}
