@@ -107,6 +107,15 @@ pub(crate) fn default_config_id(inner: Value, task_id: &str) -> Value {
     }
 }
 
+fn metadata_cursor(metadata: Option<&Metadata>) -> Option<u64> {
+    let value = metadata?.get(ops::RESUME_EXTENSION)?.get("lastEventId")?;
+    let text = value
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| value.to_string());
+    text.trim().parse().ok().filter(|n: &u64| *n < (1 << 53))
+}
+
 pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageRequest, A2AError> {
     match wire {
         Wire::V1 => parse_params(params),
@@ -250,16 +259,29 @@ async fn stream(
     };
     let frames = match op {
         Operation::SendStreamingMessage => match decode_send(params, wire) {
-            Ok(send) => ops::send_streaming(state, scope, send, version).await,
+            Ok(send) => ops::send_streaming(state, scope, send, version)
+                .await
+                .map(|f| (f, false)),
             Err(e) => Err(e),
         },
         _ => match parse_params::<TaskIdRequest>(params) {
-            Ok(sub) => ops::subscribe(state, scope, &sub.id, req.last_event_id()).await,
+            Ok(sub) => {
+                // 0.3 requests may carry the cursor in params.metadata (clients that
+                // cannot set headers); the header wins.
+                let cursor = req
+                    .last_event_id()
+                    .or_else(|| metadata_cursor(sub.metadata.as_ref()));
+                ops::subscribe(state, scope, &sub.id, cursor)
+                    .await
+                    .map(|s| (s.frames, s.resumed))
+            }
             Err(e) => Err(e),
         },
     };
     match frames {
-        Ok(frames) => wire::sse(frames, state.shutdown.clone(), render),
+        Ok((frames, resumed)) => {
+            wire::resumable_sse(req, frames, resumed, state.shutdown.clone(), render)
+        }
         // 0.3 clients read a streaming method's errors as an SSE event (the 0.3 SDKs
         // and TCK); 1.0 wants a plain JSON-RPC error before any stream starts.
         Err(err) if version == Version::V0_3 => {

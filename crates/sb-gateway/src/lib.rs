@@ -64,9 +64,23 @@ impl Request {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// The resume cursor: a decimal `Last-Event-ID` (anything else counts as absent).
+    /// The resume cursor: a decimal `Last-Event-ID` up to 2^53-1 (anything else, e.g. a
+    /// UUID from another server, counts as absent).
     pub fn last_event_id(&self) -> Option<u64> {
-        self.header("last-event-id")?.trim().parse().ok()
+        let value: u64 = self.header("last-event-id")?.trim().parse().ok()?;
+        (value < (1 << 53)).then_some(value)
+    }
+
+    /// Whether the client activated `uri` (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`).
+    pub fn activates(&self, uri: &str) -> bool {
+        ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
+            self.headers
+                .get_all(*name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .any(|item| item.trim() == uri)
+        })
     }
 }
 

@@ -284,37 +284,117 @@ pub fn until_end(frames: FrameStream) -> FrameStream {
     .boxed()
 }
 
+/// The URI of Switchboard's stream-resume extension (docs/extensions.md).
+pub const RESUME_EXTENSION: &str = "urn:switchboard:a2a:extension:stream-resume:v1";
+
+/// A subscription, and whether it honoured the client's resume cursor.
+pub struct Subscription {
+    pub frames: FrameStream,
+    pub resumed: bool,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("resumed", &self.resumed)
+            .finish_non_exhaustive()
+    }
+}
+
 /// SubscribeToTask: without a cursor, the current task then live events (a finished
-/// task is an error, spec §3.1.6); with a `Last-Event-ID` cursor, exactly the events
-/// after it.
+/// task is an error, spec §3.1.6). With a `Last-Event-ID` cursor N (the resume
+/// extension): exactly the events after N, then live ones; a cursor the log cannot
+/// serve gets one reset frame, the current task marked `reset`, then live events.
 pub async fn subscribe(
     state: &AppState,
     scope: &Scope,
     task_id: &str,
     cursor: Option<u64>,
-) -> Result<FrameStream, A2AError> {
+) -> Result<Subscription, A2AError> {
     require_id(task_id, "id")?;
     let record = state.tasks.get(scope, task_id).await?;
-    match cursor {
-        Some(after) if after <= record.seq => {
-            let frames = state.fanout.subscribe(task_id, after).map(|r| {
+    let terminal = record.state().is_terminal();
+    let Some(after) = cursor else {
+        if terminal {
+            return Err(A2AError::unsupported(format!(
+                "task {task_id} is already {}; use GetTask to read its result",
+                record.state().as_v03_str()
+            ))
+            .with_task(task_id));
+        }
+        let frames = snapshot_then_live(state, record, None);
+        return Ok(Subscription {
+            frames,
+            resumed: false,
+        });
+    };
+    let live = |from: u64| {
+        state
+            .fanout
+            .subscribe(task_id, from)
+            .map(|r| {
                 r.map(|e| Frame {
                     seq: e.seq,
                     event: e.event,
                 })
-            });
-            if after == record.seq && record.state().is_terminal() {
-                return Ok(futures::stream::empty().boxed());
-            }
-            Ok(until_end(frames.boxed()))
-        }
-        _ if record.state().is_terminal() => Err(A2AError::unsupported(format!(
-            "task {task_id} is already {}; use GetTask to read its result",
-            record.state().as_v03_str()
-        ))
-        .with_task(task_id)),
-        _ => Ok(snapshot_then_live(state, record, None)),
+            })
+            .boxed()
+    };
+    if after > record.seq {
+        // A cursor from the future (e.g. a restored backup): the client adopts ours.
+        let mut task = record.task.clone();
+        let marker = serde_json::json!({"seq": record.seq, "reset": true});
+        task.metadata
+            .get_or_insert_with(Default::default)
+            .insert(RESUME_EXTENSION.into(), marker);
+        let reset = Frame {
+            seq: record.seq,
+            event: StreamResponse::Task(task),
+        };
+        let head = futures::stream::once(async move { Ok(reset) });
+        let frames = if terminal {
+            head.boxed()
+        } else {
+            head.chain(until_end(live(record.seq))).boxed()
+        };
+        return Ok(Subscription {
+            frames,
+            resumed: true,
+        });
     }
+    if after == record.seq && terminal {
+        // The client has everything already.
+        return Ok(Subscription {
+            frames: futures::stream::empty().boxed(),
+            resumed: true,
+        });
+    }
+    Ok(Subscription {
+        frames: until_end(live(after)),
+        resumed: true,
+    })
+}
+
+/// Adds `metadata[RESUME_EXTENSION] = {"seq": n}` to a task event, for clients that
+/// activated the extension (and gRPC later, which has no SSE id).
+pub fn tag_with_seq(mut frame: Frame) -> Frame {
+    let seq = frame.seq;
+    let metadata = match &mut frame.event {
+        StreamResponse::Task(task) => &mut task.metadata,
+        StreamResponse::StatusUpdate(ev) => &mut ev.metadata,
+        StreamResponse::ArtifactUpdate(ev) => &mut ev.metadata,
+        StreamResponse::Message(_) => return frame,
+    };
+    let entry = metadata
+        .get_or_insert_with(Default::default)
+        .entry(RESUME_EXTENSION.to_owned());
+    match entry {
+        serde_json::map::Entry::Occupied(_) => {}
+        serde_json::map::Entry::Vacant(slot) => {
+            slot.insert(serde_json::json!({"seq": seq}));
+        }
+    }
+    frame
 }
 
 pub async fn get_task(

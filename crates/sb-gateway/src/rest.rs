@@ -242,16 +242,22 @@ async fn stream(
     };
     let frames = match (route, &req.method) {
         (Route::Stream, &Method::POST) => match body_json(req).and_then(|b| decode_send(b, wire)) {
-            Ok(send) => ops::send_streaming(state, scope, send, version).await,
+            Ok(send) => ops::send_streaming(state, scope, send, version)
+                .await
+                .map(|f| (f, false)),
             Err(e) => Err(e),
         },
         (Route::Subscribe(id), &Method::GET | &Method::POST) => {
-            ops::subscribe(state, scope, &id, req.last_event_id()).await
+            ops::subscribe(state, scope, &id, req.last_event_id())
+                .await
+                .map(|s| (s.frames, s.resumed))
         }
         _ => Err(method_not_allowed(req)),
     };
     match frames {
-        Ok(frames) => wire::sse(frames, state.shutdown.clone(), render),
+        Ok((frames, resumed)) => {
+            wire::resumable_sse(req, frames, resumed, state.shutdown.clone(), render)
+        }
         Err(err) => error_response(&err, version),
     }
 }

@@ -94,8 +94,11 @@ pub fn sse(
     render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
 ) -> Response {
     let events = frames
-        .map(move |item| {
-            let event = match &item {
+        .enumerate()
+        .map(move |(index, item)| {
+            let mut event = match &item {
+                // A message reply is no task event: it carries no id.
+                Ok(frame) if frame.seq == 0 => Event::default().data(render(Ok(frame)).to_string()),
                 Ok(frame) => Event::default()
                     .id(frame.seq.to_string())
                     .data(render(Ok(frame)).to_string()),
@@ -103,6 +106,10 @@ pub fn sse(
                     .event("error")
                     .data(render(Err(err)).to_string()),
             };
+            if index == 0 {
+                // EventSource clients reconnect (with Last-Event-ID) after this long.
+                event = event.retry(Duration::from_millis(1000));
+            }
             Ok::<Event, Infallible>(event)
         })
         .take_until(shutdown.cancelled_owned());
@@ -113,6 +120,31 @@ pub fn sse(
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// An SSE stream under the resume extension: when the client activated it (or resumed
+/// with a cursor), each task event also carries its seq in metadata, and the response
+/// echoes the extension so the client knows its cursor was understood.
+pub fn resumable_sse(
+    req: &crate::Request,
+    frames: FrameStream,
+    resumed: bool,
+    shutdown: CancellationToken,
+    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+) -> Response {
+    let active = resumed || req.activates(crate::ops::RESUME_EXTENSION);
+    if !active {
+        return sse(frames, shutdown, render);
+    }
+    let tagged = frames
+        .map(|item| item.map(crate::ops::tag_with_seq))
+        .boxed();
+    let mut response = sse(tagged, shutdown, render);
+    response.headers_mut().insert(
+        "a2a-extensions",
+        HeaderValue::from_static(crate::ops::RESUME_EXTENSION),
+    );
     response
 }
 

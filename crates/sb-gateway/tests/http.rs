@@ -447,3 +447,98 @@ async fn malformed_input_never_breaks_the_server() {
     }
     assert!(checked > 500);
 }
+
+fn subscribe_request(path: &str, cursor: Option<&str>) -> Request<Body> {
+    let mut builder = Request::post(path).header("A2A-Version", "1.0");
+    if let Some(c) = cursor {
+        builder = builder.header("Last-Event-ID", c);
+    }
+    builder.body(Body::empty()).unwrap()
+}
+
+fn sse_ids(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|id| id.trim().to_owned())
+        .collect()
+}
+
+/// The resume extension: a cursor replays exactly what follows it, the final cursor
+/// gets an empty stream, a cursor from the future gets one reset frame, and anything
+/// that is not a cursor gets the spec's behaviour.
+#[tokio::test]
+async fn last_event_id_resumes_without_gap_or_duplicate() {
+    let app = app();
+    let done = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "SendMessage",
+        json!({"message": user_message("r-1", "resume")}),
+    )
+    .await;
+    let id = done["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/agents/echo/tasks/{id}:subscribe");
+
+    let (status, headers, text) = call(&app, subscribe_request(&path, Some("2"))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["a2a-extensions"], sb_gateway::ops::RESUME_EXTENSION);
+    assert_eq!(sse_ids(&text), ["3", "4"], "{text}");
+    assert!(
+        text.contains(r#""seq":4"#),
+        "frames carry their seq in metadata: {text}"
+    );
+    assert!(
+        text.contains("retry: 1000") || text.contains("retry:1000"),
+        "{text}"
+    );
+
+    let (_, _, text) = call(&app, subscribe_request(&path, Some("0"))).await;
+    assert_eq!(sse_ids(&text), ["1", "2", "3", "4"]);
+
+    let (status, _, text) = call(&app, subscribe_request(&path, Some("4"))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        sse_ids(&text).is_empty(),
+        "nothing after the final event: {text}"
+    );
+
+    let (_, _, text) = call(&app, subscribe_request(&path, Some("99"))).await;
+    assert_eq!(sse_ids(&text), ["4"]);
+    assert!(text.contains(r#""reset":true"#), "{text}");
+
+    for not_a_cursor in [
+        None,
+        Some("abc"),
+        Some("9007199254740993"),
+        Some("5f0c-uuid"),
+    ] {
+        let (status, _, text) = call(&app, subscribe_request(&path, not_a_cursor)).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{not_a_cursor:?}: a finished task without a cursor is an error: {text}"
+        );
+    }
+
+    // 0.3 clients that cannot set headers pass the cursor in params.metadata.
+    let params =
+        json!({"id": id, "metadata": {sb_gateway::ops::RESUME_EXTENSION: {"lastEventId": "3"}}});
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/resubscribe", "params": params});
+    let (_, _, text) = call(&app, post("/agents/echo/a2a", None, &body.to_string())).await;
+    assert_eq!(sse_ids(&text), ["4"], "{text}");
+}
+
+#[tokio::test]
+async fn streamed_message_replies_carry_no_id() {
+    let app = app();
+    let body = json!({"message": user_message("tck-message-response-s", "hi")}).to_string();
+    let (status, _, text) = call(
+        &app,
+        post("/agents/conformance/message:stream", Some("1.0"), &body),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(sse_ids(&text).is_empty(), "{text}");
+    assert!(text.contains("Direct message response"));
+}

@@ -222,6 +222,23 @@ async fn shutdown_signal() {
     drop(ctrl_c.await);
 }
 
+/// The card entry of the stream-resume extension (docs/extensions.md).
+fn resume_extension(memory: bool) -> sb_protocol::card::AgentExtension {
+    let params = serde_json::json!({
+        "sequence": "task-generation",
+        "cursor": "Last-Event-ID",
+        "durable": !memory,
+    });
+    sb_protocol::card::AgentExtension {
+        uri: sb_gateway::ops::RESUME_EXTENSION.to_owned(),
+        description: "Each task event has a per-task sequence number, sent as the SSE id. SubscribeToTask with \
+                      Last-Event-ID replays exactly the events after it, then live ones, across restarts."
+            .to_owned(),
+        required: false,
+        params: params.as_object().cloned(),
+    }
+}
+
 fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
     match config.kind.as_str() {
         "consolidate" => {
@@ -280,7 +297,7 @@ pub async fn serve(
             skills: descriptor.skills,
             input_modes: descriptor.input_modes,
             output_modes: descriptor.output_modes,
-            extensions: Vec::new(),
+            extensions: vec![resume_extension(config.memory)],
             security_schemes: BTreeMap::new(),
             security_requirements: Vec::new(),
             merged_card_by_default: agent_config.card.as_deref() != Some("1.0"),

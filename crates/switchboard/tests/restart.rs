@@ -243,3 +243,67 @@ async fn sigterm_drains_streams_and_exits() {
     let exit = exit.expect("switchboard exits within 15 s of SIGTERM");
     assert!(exit.success(), "{exit:?}");
 }
+
+/// Resume across a crash: read part of a stream, lose the connection, kill -9 the
+/// server, start it again, and resume with Last-Event-ID: the events continue exactly
+/// after the cursor, with no gap and no duplicate, ending with the failure the restart
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_kill_9_has_no_gap() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+    let transcripts: Vec<String> = (1..=40)
+        .map(|i| format!("the user said thing {i}"))
+        .collect();
+    let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": transcripts.join("\n")}]}});
+    let response = reqwest::Client::new()
+        .post(format!("{}/agents/consolidate/message:stream", server.base))
+        .header("A2A-Version", "1.0")
+        .json(&message)
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    let mut task_id = String::new();
+    while !seen.contains("\nid: 5\n") && !seen.contains("\nid:5\n") {
+        let chunk = body.next().await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if task_id.is_empty()
+            && let Some(start) = seen.find("\"id\":\"")
+        {
+            task_id = seen[start + 6..].split('"').next().unwrap().to_owned();
+        }
+    }
+    drop(body);
+    server.kill_9();
+
+    let server = Server::start(dir.path()).await;
+    let resumed = reqwest::Client::new()
+        .get(format!(
+            "{}/agents/consolidate/tasks/{task_id}:subscribe",
+            server.base
+        ))
+        .header("A2A-Version", "1.0")
+        .header("Last-Event-ID", "5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(10), resumed.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let ids: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|i| i.trim().parse().unwrap())
+        .collect();
+    assert!(!ids.is_empty(), "{text}");
+    let expected: Vec<u64> = (6..6 + ids.len() as u64).collect();
+    assert_eq!(ids, expected, "contiguous after the cursor");
+    let last = text.lines().rfind(|l| l.starts_with("data:")).unwrap();
+    assert!(last.contains("TASK_STATE_FAILED"), "{last}");
+}
