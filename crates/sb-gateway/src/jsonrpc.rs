@@ -235,7 +235,7 @@ async fn unary(
             ops::delete_push_config(state, scope, &task_id, &config_id).await?;
             Ok(Value::Null)
         }
-        (Operation::GetExtendedCard, _) => Err(ops::extended_card(version)),
+        (Operation::GetExtendedCard, _) => ops::extended_card(state, scope, version),
         (Operation::SendStreamingMessage | Operation::SubscribeToTask, _) => {
             Err(A2AError::internal("streaming operation routed as unary"))
         }

@@ -12,6 +12,7 @@
 //! The gateway holds no state of its own: tasks, streams, push configs and cards come
 //! from the services behind the traits in [`AppState`].
 
+pub mod auth;
 pub mod cards;
 pub mod jsonrpc;
 pub mod ops;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// How each hosted agent authenticates callers; agents missing here need none.
+    pub auth: Arc<std::collections::BTreeMap<String, auth::AgentAuth>>,
 }
 
 /// A request as the handlers see it, body already read within the size limit.
@@ -141,32 +144,54 @@ async fn dispatch(
     } else {
         state.registry.card(&agent)
     };
-    match (req.method.clone(), rest.as_slice()) {
-        (Method::GET, [".well-known", "agent-card.json" | "agent.json"]) => {
-            return match card {
-                Some(entry) => cards::respond(entry, &req.headers),
-                None => not_found(&path),
-            };
-        }
-        // JSON-RPC lives at `{base}/a2a`; the TCK posts to the card URL with a trailing
-        // slash, and some clients post to the base itself.
-        (Method::POST, ["a2a"] | []) => {
-            let scope = Scope {
-                agent,
-                owner: String::new(),
-            };
-            return jsonrpc::handle(&state, &scope, req).await;
-        }
-        _ => {}
+    // Cards are public (spec §8): no authentication.
+    if req.method == Method::GET
+        && matches!(
+            rest.as_slice(),
+            [".well-known", "agent-card.json" | "agent.json"]
+        )
+    {
+        return match card {
+            Some(entry) => cards::respond(entry, &req.headers),
+            None => not_found(&path),
+        };
     }
+    let is_jsonrpc = req.method == Method::POST && matches!(rest.as_slice(), ["a2a"] | []);
+    let caller = match state.auth.get(&agent).map(|a| a.authenticate(&req.headers)) {
+        None => auth::Caller::Anonymous,
+        Some(Ok(caller)) => caller,
+        Some(Err(refusal)) => return unauthenticated(&refusal, is_jsonrpc),
+    };
     let scope = Scope {
         agent,
-        owner: String::new(),
+        owner: caller.owner().to_owned(),
     };
+    // JSON-RPC lives at `{base}/a2a`; the TCK posts to the card URL with a trailing
+    // slash, and some clients post to the base itself.
+    if is_jsonrpc {
+        return jsonrpc::handle(&state, &scope, req).await;
+    }
     match rest::handle(&state, &scope, req, &rest).await {
         Some(response) => response,
         None => not_found(&path),
     }
+}
+
+/// 401 with the challenge; JSON-RPC callers get a JSON-RPC error body as well.
+fn unauthenticated(refusal: &auth::Refusal, is_jsonrpc: bool) -> Response {
+    let err = A2AError::new(ErrorKind::Unauthenticated, refusal.message.clone());
+    let body = if is_jsonrpc {
+        json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)})
+    } else {
+        err.rest_body(Version::V1_0)
+    };
+    let mut response = wire::json_response(StatusCode::UNAUTHORIZED, &body);
+    if let Ok(value) = axum::http::HeaderValue::from_str(&refusal.challenge) {
+        response
+            .headers_mut()
+            .insert(axum::http::header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 fn not_found(path: &str) -> Response {

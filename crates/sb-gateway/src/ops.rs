@@ -516,15 +516,29 @@ pub async fn delete_push_config(
     state.push.delete(scope, task_id, config_id).await
 }
 
-/// No hosted agent has an extended card yet, and the cards say so
-/// (`capabilities.extendedAgentCard: false`), which makes this the spec's
-/// UnsupportedOperation (§6.3); 0.3 has its own code for it.
-pub fn extended_card(version: Version) -> A2AError {
-    match version {
-        Version::V1_0 => A2AError::unsupported("this agent has no extended agent card"),
-        Version::V0_3 => A2AError::new(
-            ErrorKind::ExtendedAgentCardNotConfigured,
-            "this agent has no authenticated extended card",
-        ),
-    }
+/// GetExtendedAgentCard. An agent that authenticates its callers declares an extended
+/// card and serves it to them (every caller that got this far is authenticated); an
+/// agent without authentication declares none (`capabilities.extendedAgentCard: false`),
+/// which makes this the spec's UnsupportedOperation (§6.3), or 0.3's own code.
+pub fn extended_card(
+    state: &AppState,
+    scope: &Scope,
+    version: Version,
+) -> Result<serde_json::Value, A2AError> {
+    let authenticated = state.auth.get(&scope.agent).is_some_and(|a| a.is_enabled());
+    let entry = state.registry.card(&scope.agent).filter(|_| authenticated);
+    let Some(entry) = entry else {
+        return Err(match version {
+            Version::V1_0 => A2AError::unsupported("this agent has no extended agent card"),
+            Version::V0_3 => A2AError::new(
+                ErrorKind::ExtendedAgentCardNotConfigured,
+                "this agent has no authenticated extended card",
+            ),
+        });
+    };
+    let rendered = match version {
+        Version::V1_0 => &entry.v1,
+        Version::V0_3 => &entry.merged,
+    };
+    serde_json::from_str(&rendered.json).map_err(|e| A2AError::internal(e.to_string()))
 }

@@ -183,7 +183,7 @@ async fn unary(
             ops::delete_push_config(state, scope, &task_id, &config_id).await?;
             Ok(None)
         }
-        (Route::ExtendedCard, Method::GET) => Err(ops::extended_card(version)),
+        (Route::ExtendedCard, Method::GET) => ops::extended_card(state, scope, version).map(Some),
         _ => Err(method_not_allowed(req)),
     }
 }

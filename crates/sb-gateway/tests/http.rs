@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use sb_agent::builtin::{ConformanceAgent, EchoAgent};
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
+use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::{AppState, router};
 use sb_registry::{HostedAgent, StaticRegistry};
 use sb_store::{EventBus, LocalBus, MemoryStore};
@@ -23,6 +24,10 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 fn app() -> axum::Router {
+    app_with_auth(BTreeMap::new())
+}
+
+fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
     let store = Arc::new(MemoryStore::new());
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
     let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
@@ -33,6 +38,8 @@ fn app() -> axum::Router {
         .iter()
         .map(|(name, agent)| {
             let d = agent.describe();
+            let (security_schemes, security_requirements) =
+                auth.get(name).cloned().unwrap_or_default().card_security();
             HostedAgent {
                 name: name.clone(),
                 description: d.description,
@@ -41,9 +48,10 @@ fn app() -> axum::Router {
                 input_modes: d.input_modes,
                 output_modes: d.output_modes,
                 extensions: vec![],
-                security_schemes: BTreeMap::new(),
-                security_requirements: vec![],
+                security_schemes,
+                security_requirements,
                 merged_card_by_default: name != "conformance",
+                extended_card: auth.get(name).is_some_and(AgentAuth::is_enabled),
             }
         })
         .collect();
@@ -59,6 +67,7 @@ fn app() -> axum::Router {
         host: AgentHost::new(agents, tasks, bus),
         shutdown: CancellationToken::new(),
         max_body_bytes: 64 * 1024,
+        auth: Arc::new(auth),
     };
     router(state)
 }
@@ -541,4 +550,141 @@ async fn streamed_message_replies_carry_no_id() {
     assert_eq!(status, StatusCode::OK);
     assert!(sse_ids(&text).is_empty(), "{text}");
     assert!(text.contains("Direct message response"));
+}
+
+fn with_token(mut req: Request<Body>, token: &str) -> Request<Body> {
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    req
+}
+
+/// Authentication per agent, and every task belonging to the principal that made it:
+/// another principal gets TaskNotFound, never a hint that the task exists.
+#[tokio::test]
+async fn principals_only_see_their_own_tasks() {
+    let auth = AgentAuth {
+        bearer_tokens: vec![
+            Credential {
+                principal: "alice".into(),
+                secret: "alice-token".into(),
+            },
+            Credential {
+                principal: "mallory".into(),
+                secret: "mallory-token".into(),
+            },
+        ],
+        api_keys: None,
+    };
+    let app = app_with_auth(BTreeMap::from([("echo".to_owned(), auth)]));
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("a-1", "secret")}}).to_string();
+
+    let (status, headers, text) = call(&app, post("/agents/echo/a2a", Some("1.0"), &send)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{text}");
+    assert!(
+        headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    let (status, _, _) = call(
+        &app,
+        with_token(
+            post("/agents/echo/message:send", Some("1.0"), &send),
+            "wrong",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (_, _, card) = call(
+        &app,
+        Request::get("/agents/echo/.well-known/agent-card.json")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    let card: Value = serde_json::from_str(&card).unwrap();
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(
+        card["securityRequirements"][0]["schemes"]["bearer"],
+        json!({})
+    );
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+
+    let (status, _, text) = call(
+        &app,
+        with_token(post("/agents/echo/a2a", Some("1.0"), &send), "alice-token"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let task: Value = serde_json::from_str(&text).unwrap();
+    let id = task["result"]["task"]["id"].as_str().unwrap().to_owned();
+
+    let as_mallory = |method: &str, params: Value| {
+        let body =
+            json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}).to_string();
+        with_token(
+            post("/agents/echo/a2a", Some("1.0"), &body),
+            "mallory-token",
+        )
+    };
+    for (method, params) in [
+        ("GetTask", json!({"id": id})),
+        ("CancelTask", json!({"id": id})),
+        ("SubscribeToTask", json!({"id": id})),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "https://example.com/h"}),
+        ),
+        (
+            "SendMessage",
+            json!({"message": {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "x"}], "taskId": id}}),
+        ),
+        (
+            "SendMessage",
+            json!({"message": {"messageId": "m-3", "role": "ROLE_USER", "parts": [{"text": "x"}], "referenceTaskIds": [id]}}),
+        ),
+    ] {
+        let (_, _, text) = call(&app, as_mallory(method, params)).await;
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"]["code"], -32001, "{method}: {text}");
+    }
+    let (_, _, text) = call(&app, as_mallory("ListTasks", json!({}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["result"]["totalSize"],
+        0
+    );
+    let (_, _, text) = call(&app, as_mallory("GetExtendedAgentCard", json!({}))).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["result"]["name"],
+        "echo"
+    );
+
+    let get =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": id}}).to_string();
+    let (_, _, text) = call(
+        &app,
+        with_token(post("/agents/echo/a2a", Some("1.0"), &get), "alice-token"),
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["result"]["id"],
+        id.as_str()
+    );
+    let (status, _, _) = call(
+        &app,
+        with_token(
+            Request::get(format!("/agents/echo/tasks/{id}"))
+                .header("A2A-Version", "1.0")
+                .body(Body::empty())
+                .unwrap(),
+            "mallory-token",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

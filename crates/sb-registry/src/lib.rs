@@ -68,6 +68,8 @@ pub struct HostedAgent {
     pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
     /// Serve the merged 1.0 + 0.3 card to requests without `A2A-Version`.
     pub merged_card_by_default: bool,
+    /// Whether authenticated callers can fetch an extended card.
+    pub extended_card: bool,
 }
 
 #[derive(Debug)]
@@ -153,7 +155,7 @@ pub fn build_card(agent: &HostedAgent, base: &str) -> AgentCard {
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(true),
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(agent.extended_card),
             extensions: agent.extensions.clone(),
         },
         security_schemes: agent.security_schemes.clone(),
@@ -202,6 +204,7 @@ mod tests {
             security_schemes: BTreeMap::new(),
             security_requirements: vec![],
             merged_card_by_default: true,
+            extended_card: false,
         }
     }
 

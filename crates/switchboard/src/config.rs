@@ -28,6 +28,8 @@ pub struct Config {
     pub webhook_retry_delays_ms: Vec<u64>,
     /// Timeout of one webhook attempt, in milliseconds.
     pub webhook_timeout_ms: u64,
+    /// `PRINCIPAL=TOKEN` bearer tokens accepted by every hosted agent.
+    pub auth_tokens: Vec<String>,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -46,6 +48,47 @@ pub struct AgentConfig {
     /// Card served without an `A2A-Version` header: `merged` (1.0 + 0.3 fields) or `1.0`.
     #[serde(default)]
     pub card: Option<String>,
+    /// How callers authenticate; absent means no authentication.
+    #[serde(default)]
+    pub auth: Option<AuthConfig>,
+}
+
+/// Credentials an agent accepts; any one of them identifies the caller.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Static bearer tokens (`Authorization: Bearer <token>`).
+    #[serde(default)]
+    pub bearer: Vec<TokenConfig>,
+    /// API keys in one header.
+    #[serde(default)]
+    pub api_keys: Option<ApiKeyConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    pub principal: String,
+    pub token: String,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    #[serde(default = "default_api_key_header")]
+    pub header: String,
+    pub keys: Vec<ApiKeyEntry>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyEntry {
+    pub principal: String,
+    pub key: String,
+}
+
+fn default_api_key_header() -> String {
+    "X-API-Key".into()
 }
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -63,6 +106,7 @@ impl Default for Config {
             webhook_allow: Vec::new(),
             webhook_retry_delays_ms: vec![1000, 3000, 9000],
             webhook_timeout_ms: 10_000,
+            auth_tokens: Vec::new(),
             agents: default_agents(),
         }
     }
@@ -85,6 +129,7 @@ fn default_agents() -> Vec<AgentConfig> {
         description: None,
         pause_ms: None,
         card: card.map(str::to_owned),
+        auth: None,
     };
     vec![
         agent("echo", None),
@@ -104,6 +149,8 @@ pub struct Overrides {
     pub default_agent: Option<String>,
     /// Added to the configured webhook allowlist.
     pub webhook_allow: Vec<String>,
+    /// Added to the configured `PRINCIPAL=TOKEN` bearer tokens.
+    pub auth_tokens: Vec<String>,
 }
 
 /// Builds the configuration from an optional TOML document and the overrides, and
@@ -132,6 +179,7 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
         config.default_agent = overrides.default_agent.filter(|a| !a.is_empty());
     }
     config.webhook_allow.extend(overrides.webhook_allow);
+    config.auth_tokens.extend(overrides.auth_tokens);
     validate(&config)?;
     Ok(config)
 }
@@ -180,6 +228,14 @@ fn validate(config: &Config) -> Result<(), String> {
         ));
     }
     sb_webhooks::AddressPolicy::parse(&config.webhook_allow.join(","))?;
+    for entry in &config.auth_tokens {
+        parse_token(entry)?;
+    }
+    for agent in &config.agents {
+        if let Some(auth) = &agent.auth {
+            validate_auth(&agent.name, auth)?;
+        }
+    }
     if config.webhook_timeout_ms == 0 {
         return Err("webhook_timeout_ms must be positive".into());
     }
@@ -194,6 +250,50 @@ fn validate(config: &Config) -> Result<(), String> {
     {
         return Err(format!(
             "public_url must start with http:// or https:// (got \"{url}\")"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a `PRINCIPAL=TOKEN` entry.
+pub fn parse_token(entry: &str) -> Result<(String, String), String> {
+    match entry.split_once('=') {
+        Some((principal, token))
+            if !principal.trim().is_empty()
+                && !token.trim().is_empty()
+                && !token.contains(char::is_whitespace) =>
+        {
+            Ok((principal.trim().to_owned(), token.to_owned()))
+        }
+        _ => Err(
+            "an auth token must look like PRINCIPAL=TOKEN (both non-empty, no spaces in the token)"
+                .into(),
+        ),
+    }
+}
+
+fn validate_auth(agent: &str, auth: &AuthConfig) -> Result<(), String> {
+    let secrets = auth.bearer.iter().map(|t| (&t.principal, &t.token)).chain(
+        auth.api_keys
+            .iter()
+            .flat_map(|a| a.keys.iter().map(|k| (&k.principal, &k.key))),
+    );
+    for (principal, secret) in secrets {
+        if principal.trim().is_empty()
+            || secret.trim().is_empty()
+            || secret.contains(char::is_whitespace)
+        {
+            return Err(format!(
+                "agent \"{agent}\": every credential needs a principal and a secret without spaces"
+            ));
+        }
+    }
+    if let Some(api) = &auth.api_keys
+        && axum::http::HeaderName::from_bytes(api.header.as_bytes()).is_err()
+    {
+        return Err(format!(
+            "agent \"{agent}\": \"{}\" is not a valid header name",
+            api.header
         ));
     }
     Ok(())
@@ -266,6 +366,15 @@ mod tests {
             load(Some(kind), Overrides::default())
                 .unwrap_err()
                 .contains("unknown kind")
+        );
+        let bad_token = Overrides {
+            auth_tokens: vec!["no-equals-sign".into()],
+            ..Default::default()
+        };
+        assert!(
+            load(None, bad_token)
+                .unwrap_err()
+                .contains("PRINCIPAL=TOKEN")
         );
         let bad_allow = Overrides {
             webhook_allow: vec!["10.0.0.0/33".into()],

@@ -19,6 +19,7 @@ use sb_agent::builtin::{ConformanceAgent, ConsolidateAgent, EchoAgent};
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
 use sb_gateway::AppState;
+use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
 use sb_registry::{HostedAgent, StaticRegistry};
 use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore};
 use sb_tasks::LocalTaskService;
@@ -81,6 +82,14 @@ struct ServeArgs {
     /// names; comma-separated or repeated), e.g. `127.0.0.1/32` for a local receiver.
     #[arg(long, env = "SWITCHBOARD_WEBHOOK_ALLOW", value_delimiter = ',')]
     webhook_allow: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every hosted agent, as PRINCIPAL=TOKEN
+    /// (repeatable, or comma-separated in the environment).
+    #[arg(
+        long = "auth-token",
+        env = "SWITCHBOARD_AUTH_TOKENS",
+        value_delimiter = ','
+    )]
+    auth_tokens: Vec<String>,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -115,6 +124,7 @@ pub fn main() -> ExitCode {
         max_body_bytes: args.max_body_bytes,
         default_agent: args.default_agent,
         webhook_allow: args.webhook_allow,
+        auth_tokens: args.auth_tokens,
     };
     let config = match config::load(file.as_deref(), overrides) {
         Ok(config) => config,
@@ -222,6 +232,35 @@ async fn shutdown_signal() {
     drop(ctrl_c.await);
 }
 
+/// The agent's authentication: its own credentials plus the global `--auth-token`s.
+fn build_auth(config: &Config, agent: &AgentConfig) -> anyhow::Result<AgentAuth> {
+    let mut auth = AgentAuth::default();
+    for entry in &config.auth_tokens {
+        let (principal, secret) = config::parse_token(entry).map_err(|e| anyhow::anyhow!(e))?;
+        auth.bearer_tokens.push(Credential { principal, secret });
+    }
+    if let Some(own) = &agent.auth {
+        for t in &own.bearer {
+            auth.bearer_tokens.push(Credential {
+                principal: t.principal.clone(),
+                secret: t.token.clone(),
+            });
+        }
+        auth.api_keys = own.api_keys.as_ref().map(|a| ApiKeys {
+            header: a.header.clone(),
+            keys: a
+                .keys
+                .iter()
+                .map(|k| Credential {
+                    principal: k.principal.clone(),
+                    secret: k.key.clone(),
+                })
+                .collect(),
+        });
+    }
+    Ok(auth)
+}
+
 /// The card entry of the stream-resume extension (docs/extensions.md).
 fn resume_extension(memory: bool) -> sb_protocol::card::AgentExtension {
     let params = serde_json::json!({
@@ -284,9 +323,12 @@ pub async fn serve(
     }
     let mut agents = BTreeMap::new();
     let mut hosted = Vec::new();
+    let mut auths = BTreeMap::new();
     for agent_config in &config.agents {
         let agent = build_agent(agent_config);
         let descriptor = agent.describe();
+        let auth = build_auth(&config, agent_config)?;
+        let (security_schemes, security_requirements) = auth.card_security();
         hosted.push(HostedAgent {
             name: agent_config.name.clone(),
             description: agent_config
@@ -298,10 +340,12 @@ pub async fn serve(
             input_modes: descriptor.input_modes,
             output_modes: descriptor.output_modes,
             extensions: vec![resume_extension(config.memory)],
-            security_schemes: BTreeMap::new(),
-            security_requirements: Vec::new(),
+            security_schemes,
+            security_requirements,
             merged_card_by_default: agent_config.card.as_deref() != Some("1.0"),
+            extended_card: auth.is_enabled(),
         });
+        auths.insert(agent_config.name.clone(), auth);
         agents.insert(agent_config.name.clone(), agent);
     }
     let policy = Arc::new(
@@ -333,6 +377,7 @@ pub async fn serve(
         host: host.clone(),
         shutdown: stop.clone(),
         max_body_bytes: config.max_body_bytes,
+        auth: Arc::new(auths),
     };
     let app = sb_gateway::router(state);
     let dispatching = dispatcher.spawn(&*bus, stop.clone());
