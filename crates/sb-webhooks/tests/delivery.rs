@@ -22,6 +22,8 @@ use sb_webhooks::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+const SECRET: &str = "a-signing-secret-of-some-length";
+
 #[derive(Clone, Default)]
 struct Receiver {
     seen: Arc<Mutex<Vec<(String, HeaderMap, Value)>>>,
@@ -76,6 +78,7 @@ fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         retry_delays: delays,
         attempt_timeout: Duration::from_secs(2),
         policy,
+        signing_secrets: [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
     };
     let dispatcher = Dispatcher::new(store.clone(), store.clone(), config).unwrap();
     dispatcher.spawn(&*bus, CancellationToken::new());
@@ -203,6 +206,16 @@ async fn delivers_each_event_in_order_with_auth_and_ids() {
         ]
     );
     assert_eq!(v1[0].1["authorization"], "Bearer cred");
+    // The receiver can verify the Standard Webhooks signature over id, timestamp and body.
+    let headers = &v1[0].1;
+    let body = serde_json::to_vec(&v1[0].2).unwrap();
+    let expected = sb_webhooks::dispatcher::sign(
+        SECRET.as_bytes(),
+        headers["webhook-id"].to_str().unwrap(),
+        headers["webhook-timestamp"].to_str().unwrap(),
+        &body,
+    );
+    assert_eq!(headers["webhook-signature"].to_str().unwrap(), expected);
     assert_eq!(v1[0].1["x-a2a-notification-token"], "tok");
     assert_eq!(
         v1[0].2["statusUpdate"]["status"]["state"],

@@ -51,6 +51,9 @@ pub struct AgentConfig {
     /// How callers authenticate; absent means no authentication.
     #[serde(default)]
     pub auth: Option<AuthConfig>,
+    /// Signs this agent's webhooks (Standard Webhooks): `whsec_<base64>` or 16+ characters.
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
 }
 
 /// Credentials an agent accepts; any one of them identifies the caller.
@@ -130,6 +133,7 @@ fn default_agents() -> Vec<AgentConfig> {
         pause_ms: None,
         card: card.map(str::to_owned),
         auth: None,
+        webhook_secret: None,
     };
     vec![
         agent("echo", None),
@@ -234,6 +238,10 @@ fn validate(config: &Config) -> Result<(), String> {
     for agent in &config.agents {
         if let Some(auth) = &agent.auth {
             validate_auth(&agent.name, auth)?;
+        }
+        if let Some(secret) = &agent.webhook_secret {
+            sb_webhooks::dispatcher::parse_secret(secret)
+                .map_err(|e| format!("agent \"{}\": {e}", agent.name))?;
         }
     }
     if config.webhook_timeout_ms == 0 {

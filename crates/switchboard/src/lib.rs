@@ -359,6 +359,15 @@ pub async fn serve(
             .collect(),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
         policy: policy.clone(),
+        signing_secrets: config
+            .agents
+            .iter()
+            .filter_map(|a| {
+                let secret = a.webhook_secret.as_deref()?;
+                let key = sb_webhooks::dispatcher::parse_secret(secret).ok()?;
+                Some((a.name.clone(), key))
+            })
+            .collect(),
     };
     let dispatcher = Dispatcher::new(push_store.clone(), tasks_store.clone(), dispatcher_config)
         .map_err(|e| anyhow::anyhow!(e))?;
