@@ -82,14 +82,14 @@ impl TaskStore for MemoryStore {
         Ok(query.paginate(matching))
     }
 
-    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
-        let state = self.state.lock();
-        Ok(state
-            .tasks
-            .values()
-            .filter(|r| !r.state().is_terminal())
-            .cloned()
-            .collect())
+    async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
+        Ok(self.state.lock().tasks.values().cloned().collect())
+    }
+
+    async fn delete(&self, task_id: &str) -> StoreResult<bool> {
+        let mut state = self.state.lock();
+        state.events.remove(task_id);
+        Ok(state.tasks.remove(task_id).is_some())
     }
 }
 
@@ -125,6 +125,11 @@ impl PushConfigStore for MemoryStore {
             .take_while(|((t, _), _)| t == task_id)
             .map(|(_, r)| r.clone())
             .collect())
+    }
+
+    async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()> {
+        self.state.lock().push.retain(|(t, _), _| t != task_id);
+        Ok(())
     }
 
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool> {

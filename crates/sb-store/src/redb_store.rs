@@ -28,6 +28,8 @@ enum WriteOp {
     Commit(Box<TaskCommit>, oneshot::Sender<StoreResult<()>>),
     PutPush(Box<PushConfigRecord>, oneshot::Sender<StoreResult<()>>),
     DeletePush(String, String, oneshot::Sender<StoreResult<bool>>),
+    DeletePushAll(String, oneshot::Sender<StoreResult<()>>),
+    DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
 }
 
 #[derive(Debug, Clone)]
@@ -139,6 +141,25 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
                                 .map_err(StoreError::backend)
                         });
                         replies.push(Reply::Unit(tx, result));
+                    }
+                    WriteOp::DeletePushAll(task_id, tx) => {
+                        let result = push
+                            .retain_in(
+                                (task_id.as_str(), "")..=(task_id.as_str(), "\u{10ffff}"),
+                                |(t, _), _| t != task_id,
+                            )
+                            .map_err(StoreError::backend);
+                        replies.push(Reply::Unit(tx, result));
+                    }
+                    WriteOp::DeleteTask(task_id, tx) => {
+                        let result = events
+                            .retain_in(
+                                (task_id.as_str(), 0)..=(task_id.as_str(), u64::MAX),
+                                |_, _| false,
+                            )
+                            .and_then(|()| tasks.remove(task_id.as_str()).map(|old| old.is_some()))
+                            .map_err(StoreError::backend);
+                        replies.push(Reply::Bool(tx, result));
                     }
                     WriteOp::DeletePush(task_id, config_id, tx) => {
                         let result = push
@@ -261,20 +282,23 @@ impl TaskStore for RedbStore {
         .await
     }
 
-    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+    async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
         self.read(|txn| {
             let table = txn.open_table(TASKS).map_err(StoreError::backend)?;
             let mut out = Vec::new();
             for entry in table.iter().map_err(StoreError::backend)? {
                 let (_, bytes) = entry.map_err(StoreError::backend)?;
-                let record: TaskRecord = decode(bytes.value())?;
-                if !record.state().is_terminal() {
-                    out.push(record);
-                }
+                out.push(decode(bytes.value())?);
             }
             Ok(out)
         })
         .await
+    }
+
+    async fn delete(&self, task_id: &str) -> StoreResult<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.write(WriteOp::DeleteTask(task_id.to_owned(), tx), rx)
+            .await
     }
 }
 
@@ -322,6 +346,12 @@ impl PushConfigStore for RedbStore {
             Ok(out)
         })
         .await
+    }
+
+    async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()> {
+        let (tx, rx) = oneshot::channel();
+        self.write(WriteOp::DeletePushAll(task_id.to_owned(), tx), rx)
+            .await
     }
 
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool> {

@@ -174,7 +174,21 @@ pub async fn list_filters_and_pages(store: &dyn TaskStore) {
         ..Default::default()
     };
     assert_eq!(store.list(&other_agent).await.unwrap().total, 0);
-    assert_eq!(store.list_unfinished().await.unwrap().len(), 4);
+    assert_eq!(store.list_all().await.unwrap().len(), 4);
+}
+
+pub async fn delete_removes_task_and_log(store: &dyn TaskStore) {
+    store.commit(new_commit("gone", 0, 1)).await.unwrap();
+    store.commit(new_commit("gone", 1, 2)).await.unwrap();
+    store.commit(new_commit("kept", 0, 1)).await.unwrap();
+    assert!(store.delete("gone").await.unwrap());
+    assert!(!store.delete("gone").await.unwrap());
+    assert!(store.get("gone").await.unwrap().is_none());
+    assert!(store.events_after("gone", 0, 10).await.unwrap().is_empty());
+    assert_eq!(store.events_after("kept", 0, 10).await.unwrap().len(), 1);
+    // A task created again under the same id starts a fresh log.
+    store.commit(new_commit("gone", 0, 1)).await.unwrap();
+    assert_eq!(store.events_after("gone", 0, 10).await.unwrap().len(), 1);
 }
 
 pub async fn push_configs_crud(store: &dyn PushConfigStore) {
@@ -229,6 +243,9 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
     assert!(!store.delete_push_config("t", "a").await.unwrap());
     assert_eq!(store.list_push_configs("t").await.unwrap().len(), 1);
     assert!(store.list_push_configs("nobody").await.unwrap().is_empty());
+    store.delete_push_configs("t").await.unwrap();
+    assert!(store.list_push_configs("t").await.unwrap().is_empty());
+    assert_eq!(store.list_push_configs("t2").await.unwrap().len(), 1);
 }
 
 /// Instantiates the suite for a backend: `store_test_suite!(Type, async { constructor })`.
@@ -262,6 +279,11 @@ macro_rules! store_test_suite {
             #[tokio::test]
             async fn list_filters_and_pages() {
                 $crate::suite::list_filters_and_pages(&make().await).await;
+            }
+
+            #[tokio::test]
+            async fn delete_removes_task_and_log() {
+                $crate::suite::delete_removes_task_and_log(&make().await).await;
             }
 
             #[tokio::test]

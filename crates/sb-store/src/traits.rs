@@ -40,8 +40,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage>;
 
-    /// Every task not in a terminal state (used to recover after a restart).
-    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>>;
+    /// Every task (at startup: recovery and rebuilding deadlines).
+    async fn list_all(&self) -> StoreResult<Vec<TaskRecord>>;
+
+    /// Removes a task and its event log (TTL eviction). Returns whether it existed.
+    async fn delete(&self, task_id: &str) -> StoreResult<bool>;
 }
 
 #[async_trait]
@@ -57,6 +60,8 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>>;
     /// Returns whether a config was removed.
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool>;
+    /// Removes every config of a task (when the task is evicted).
+    async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()>;
 }
 
 /// Live delivery of committed events to whoever watches a task. Subscribers must treat

@@ -7,14 +7,17 @@
 //!   [`LocalTaskService`], which runs it over a [`sb_store::TaskStore`] with
 //!   compare-and-set retries and publishes each committed event on the bus.
 //! - [`cursor`]: opaque ListTasks page tokens.
+//! - [`deadlines`]: input and stall timeouts, and eviction of finished tasks after a TTL.
 //!
 //! Every mutation is read → transition → conditional write on the task's sequence
 //! number; a lost race re-reads and re-checks, so a cancel racing a completion can never
 //! overwrite a terminal state.
 
 pub mod cursor;
+pub mod deadlines;
 pub mod lifecycle;
 pub mod service;
 
+pub use deadlines::{DeadlineConfig, DeadlineKeeper};
 pub use lifecycle::TaskUpdate;
 pub use service::*;

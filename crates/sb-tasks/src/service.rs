@@ -130,9 +130,12 @@ impl LocalTaskService {
     /// agent run is gone, and a task must never stay silently stuck. Interrupted tasks
     /// keep waiting for their client. Returns how many tasks were failed.
     pub async fn recover_unfinished(&self) -> TaskResult<usize> {
-        let unfinished = self.store.list_unfinished().await.map_err(store_error)?;
+        let all = self.store.list_all().await.map_err(store_error)?;
         let mut failed = 0;
-        for record in unfinished.iter().filter(|r| !r.state().is_interrupted()) {
+        let running = all
+            .iter()
+            .filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working));
+        for record in running {
             let reason = Message::agent_text(
                 "the server stopped while this task was running; send the message again to retry",
             );

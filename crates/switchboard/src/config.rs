@@ -30,6 +30,12 @@ pub struct Config {
     pub webhook_timeout_ms: u64,
     /// `PRINCIPAL=TOKEN` bearer tokens accepted by every hosted agent.
     pub auth_tokens: Vec<String>,
+    /// Seconds a finished task stays readable before it is evicted.
+    pub task_ttl_secs: u64,
+    /// Seconds a task may wait for input (or auth) before it is canceled.
+    pub input_timeout_secs: u64,
+    /// Seconds a running task may go without an event before it is failed.
+    pub stall_timeout_secs: u64,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -110,6 +116,9 @@ impl Default for Config {
             webhook_retry_delays_ms: vec![1000, 3000, 9000],
             webhook_timeout_ms: 10_000,
             auth_tokens: Vec::new(),
+            task_ttl_secs: 3600,
+            input_timeout_secs: 600,
+            stall_timeout_secs: 900,
             agents: default_agents(),
         }
     }
@@ -242,6 +251,15 @@ fn validate(config: &Config) -> Result<(), String> {
         if let Some(secret) = &agent.webhook_secret {
             sb_webhooks::dispatcher::parse_secret(secret)
                 .map_err(|e| format!("agent \"{}\": {e}", agent.name))?;
+        }
+    }
+    for (name, value) in [
+        ("task_ttl_secs", config.task_ttl_secs),
+        ("input_timeout_secs", config.input_timeout_secs),
+        ("stall_timeout_secs", config.stall_timeout_secs),
+    ] {
+        if value == 0 {
+            return Err(format!("{name} must be positive"));
         }
     }
     if config.webhook_timeout_ms == 0 {

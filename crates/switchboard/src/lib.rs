@@ -22,7 +22,7 @@ use sb_gateway::AppState;
 use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
 use sb_registry::{HostedAgent, StaticRegistry};
 use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore};
-use sb_tasks::LocalTaskService;
+use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
 use sb_webhooks::{AddressPolicy, Dispatcher, DispatcherConfig, LocalPushConfigs};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -381,7 +381,11 @@ pub async fn serve(
     let state = AppState {
         tasks: task_service.clone(),
         fanout: Arc::new(LocalFanout::new(task_service.clone(), bus.clone())),
-        push: Arc::new(LocalPushConfigs::new(push_store, task_service, policy)),
+        push: Arc::new(LocalPushConfigs::new(
+            push_store.clone(),
+            task_service.clone(),
+            policy,
+        )),
         registry,
         host: host.clone(),
         shutdown: stop.clone(),
@@ -390,6 +394,18 @@ pub async fn serve(
     };
     let app = sb_gateway::router(state);
     let dispatching = dispatcher.spawn(&*bus, stop.clone());
+    let deadlines = DeadlineConfig {
+        terminal_ttl: Duration::from_secs(config.task_ttl_secs),
+        input_timeout: Duration::from_secs(config.input_timeout_secs),
+        stall_timeout: Duration::from_secs(config.stall_timeout_secs),
+    };
+    let keeper = DeadlineKeeper::new(
+        deadlines,
+        task_service.clone(),
+        tasks_store.clone(),
+        push_store.clone(),
+    );
+    tokio::spawn(keeper.run(bus.clone(), stop.clone()));
     tracing::info!(listen = %listener.local_addr()?, public_url = %config.public_url(), "switchboard serving");
     let stopping = stop.clone();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {

@@ -17,6 +17,10 @@ struct Server {
 
 impl Server {
     async fn start(data_dir: &Path) -> Server {
+        Server::start_with(data_dir, &[]).await
+    }
+
+    async fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -26,6 +30,7 @@ impl Server {
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .arg("--data-dir")
             .arg(data_dir)
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -306,4 +311,89 @@ async fn resume_after_kill_9_has_no_gap() {
     assert_eq!(ids, expected, "contiguous after the cursor");
     let last = text.lines().rfind(|l| l.starts_with("data:")).unwrap();
     assert!(last.contains("TASK_STATE_FAILED"), "{last}");
+}
+
+/// A task left waiting for input past its deadline is canceled with the reason, and the
+/// cancel reaches the task's webhook like any other transition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_deadline_cancels_and_notifies() {
+    use axum::routing::post;
+    use std::sync::{Arc, Mutex};
+
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let sink = sink.clone();
+            async move {
+                sink.lock().unwrap().push(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!(
+        "http://127.0.0.1:{}/hook",
+        listener.local_addr().unwrap().port()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config,
+        "input_timeout_secs = 1\ndefault_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 1\n",
+    )
+    .unwrap();
+    let server = Server::start_with(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--webhook-allow",
+            "127.0.0.1/32",
+        ],
+    )
+    .await;
+    let waiting = server
+        .send(
+            "consolidate",
+            "the user is vegan\nthe user ordered bacon",
+            false,
+            None,
+        )
+        .await;
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let id = waiting["id"].as_str().unwrap();
+    server
+        .rpc(
+            "consolidate",
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": hook}),
+        )
+        .await;
+
+    let mut canceled = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        canceled = received
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED")
+            .cloned();
+        if canceled.is_some() {
+            break;
+        }
+    }
+    let canceled = canceled.expect("the cancel reached the webhook");
+    let reason = canceled["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("no answer arrived"), "{reason}");
+    assert_eq!(
+        server.get("consolidate", id).await["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
 }

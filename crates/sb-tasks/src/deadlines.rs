@@ -1,0 +1,407 @@
+//! Lifecycle deadlines: a task waiting for input (or auth) too long is canceled, a task
+//! whose agent went silent is failed, and a finished task is evicted after its TTL.
+//!
+//! The keeper watches every committed event and keeps one timer per task in a heap. A
+//! timer remembers the sequence number it was set at; when it fires it acts only if the
+//! task has not moved since, and through the state machine's conditional update, so a
+//! deadline racing a real transition never overwrites it. Timers use tokio's clock, so
+//! tests drive them with a paused clock.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use sb_protocol::{Message, TaskState};
+use sb_store::{EventBus, PushConfigStore, StoredEvent, TaskRecord, TaskStore};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::lifecycle::TaskUpdate;
+use crate::service::TaskService;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeadlineConfig {
+    /// How long a finished task stays readable before it is evicted.
+    pub terminal_ttl: Duration,
+    /// How long a task may wait in input-required or auth-required.
+    pub input_timeout: Duration,
+    /// How long a submitted or working task may go without any event.
+    pub stall_timeout: Duration,
+}
+
+impl Default for DeadlineConfig {
+    fn default() -> Self {
+        DeadlineConfig {
+            terminal_ttl: Duration::from_secs(3600),
+            input_timeout: Duration::from_secs(600),
+            stall_timeout: Duration::from_secs(900),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Evict,
+    CancelWaiting,
+    FailStalled,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Timer {
+    due: Instant,
+    task_id: String,
+    seq: u64,
+    action: Action,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeadlineKeeper {
+    config: DeadlineConfig,
+    tasks: Arc<dyn TaskService>,
+    store: Arc<dyn TaskStore>,
+    push: Arc<dyn PushConfigStore>,
+}
+
+impl DeadlineKeeper {
+    pub fn new(
+        config: DeadlineConfig,
+        tasks: Arc<dyn TaskService>,
+        store: Arc<dyn TaskStore>,
+        push: Arc<dyn PushConfigStore>,
+    ) -> DeadlineKeeper {
+        DeadlineKeeper {
+            config,
+            tasks,
+            store,
+            push,
+        }
+    }
+
+    fn timer_for(&self, task_id: &str, seq: u64, state: TaskState, since: Duration) -> Timer {
+        let (action, limit) = if state.is_terminal() {
+            (Action::Evict, self.config.terminal_ttl)
+        } else if state.is_interrupted() {
+            (Action::CancelWaiting, self.config.input_timeout)
+        } else {
+            (Action::FailStalled, self.config.stall_timeout)
+        };
+        let due = Instant::now() + limit.saturating_sub(since);
+        Timer {
+            due,
+            task_id: task_id.to_owned(),
+            seq,
+            action,
+        }
+    }
+
+    fn timer_for_record(&self, record: &TaskRecord) -> Timer {
+        let age = (Utc::now() - record.status_time())
+            .to_std()
+            .unwrap_or_default();
+        self.timer_for(&record.task.id, record.seq, record.state(), age)
+    }
+
+    /// Runs until `shutdown`: loads every stored task's deadline, then follows the bus.
+    /// Subscribe first (`bus`), so nothing committed while loading is missed.
+    pub async fn run(self, bus: Arc<dyn EventBus>, shutdown: CancellationToken) {
+        let mut events = bus.subscribe_all();
+        let mut timers = BinaryHeap::new();
+        match self.store.list_all().await {
+            Ok(records) => timers.extend(records.iter().map(|r| Reverse(self.timer_for_record(r)))),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load task deadlines; only new events get them")
+            }
+        }
+        loop {
+            let next_due = timers.peek().map(|Reverse(t): &Reverse<Timer>| t.due);
+            let sleep = async {
+                match next_due {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                received = events.recv() => match received {
+                    Ok(event) => {
+                        if let Some(timer) = self.timer_for_event(&event) {
+                            timers.push(Reverse(timer));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        // Timers of the missed events are lost: rebuild them from the store.
+                        tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
+                        if let Ok(records) = self.store.list_all().await {
+                            timers = records.iter().map(|r| Reverse(self.timer_for_record(r))).collect();
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                () = sleep => {
+                    while timers.peek().is_some_and(|Reverse(t)| t.due <= Instant::now()) {
+                        if let Some(Reverse(timer)) = timers.pop() {
+                            self.fire(timer).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn timer_for_event(&self, event: &StoredEvent) -> Option<Timer> {
+        // Artifact updates keep a working task alive too: any event resets the stall timer.
+        let state = match event.event.state() {
+            Some(state) => state,
+            None => TaskState::Working,
+        };
+        Some(self.timer_for(&event.task_id, event.seq, state, Duration::ZERO))
+    }
+
+    async fn fire(&self, timer: Timer) {
+        let Ok(Some(record)) = self.store.get(&timer.task_id).await else {
+            return;
+        };
+        if record.seq != timer.seq {
+            return; // the task moved on; its newer event set a newer timer
+        }
+        match timer.action {
+            Action::Evict => self.evict(&record).await,
+            Action::CancelWaiting => {
+                let minutes = self.config.input_timeout.as_secs_f64() / 60.0;
+                let reason = format!(
+                    "canceled: no answer arrived within {minutes:.0} minutes of the request for input"
+                );
+                let update = TaskUpdate::Status {
+                    state: TaskState::Canceled,
+                    message: Some(Message::agent_text(reason)),
+                };
+                self.conditional(
+                    &record,
+                    &[TaskState::InputRequired, TaskState::AuthRequired],
+                    update,
+                )
+                .await;
+            }
+            Action::FailStalled => {
+                let minutes = self.config.stall_timeout.as_secs_f64() / 60.0;
+                let reason = format!("failed: the agent reported nothing for {minutes:.0} minutes");
+                let update = TaskUpdate::Status {
+                    state: TaskState::Failed,
+                    message: Some(Message::agent_text(reason)),
+                };
+                self.conditional(&record, &[TaskState::Submitted, TaskState::Working], update)
+                    .await;
+            }
+        }
+    }
+
+    async fn conditional(&self, record: &TaskRecord, expected: &[TaskState], update: TaskUpdate) {
+        match self
+            .tasks
+            .update_if(&record.task.id, expected, update)
+            .await
+        {
+            Ok(Some(next)) => {
+                tracing::info!(task_id = %record.task.id, state = next.state().as_str(), "deadline passed")
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(task_id = %record.task.id, error = %e, "could not apply a deadline")
+            }
+        }
+    }
+
+    async fn evict(&self, record: &TaskRecord) {
+        if let Err(e) = self.push.delete_push_configs(&record.task.id).await {
+            tracing::warn!(task_id = %record.task.id, error = %e, "could not evict push configs");
+            return;
+        }
+        match self.store.delete(&record.task.id).await {
+            Ok(_) => {
+                tracing::info!(task_id = %record.task.id, "finished task evicted after its TTL")
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %record.task.id, error = %e, "could not evict a finished task")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::{LocalTaskService, NewTask, Scope};
+    use sb_protocol::{ErrorKind, Role};
+    use sb_store::{LocalBus, MemoryStore};
+
+    struct World {
+        tasks: Arc<LocalTaskService>,
+        bus: Arc<dyn EventBus>,
+        store: Arc<MemoryStore>,
+        stop: CancellationToken,
+    }
+
+    async fn world() -> World {
+        let store = Arc::new(MemoryStore::new());
+        let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
+        let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
+        let config = DeadlineConfig {
+            terminal_ttl: Duration::from_secs(3600),
+            input_timeout: Duration::from_secs(600),
+            stall_timeout: Duration::from_secs(900),
+        };
+        let keeper = DeadlineKeeper::new(config, tasks.clone(), store.clone(), store.clone());
+        let stop = CancellationToken::new();
+        tokio::spawn(keeper.run(bus.clone(), stop.clone()));
+        // Let the keeper subscribe before the test commits anything.
+        tokio::task::yield_now().await;
+        World {
+            tasks,
+            bus,
+            store,
+            stop,
+        }
+    }
+
+    fn scope() -> Scope {
+        Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        }
+    }
+
+    async fn task_in(w: &World, state: TaskState) -> String {
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("hi")
+        };
+        let id = w
+            .tasks
+            .create(NewTask {
+                scope: scope(),
+                message,
+                metadata: None,
+            })
+            .await
+            .unwrap()
+            .task
+            .id;
+        w.tasks
+            .update(
+                &id,
+                TaskUpdate::Status {
+                    state,
+                    message: None,
+                },
+            )
+            .await
+            .unwrap();
+        id
+    }
+
+    async fn settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_input_too_long_cancels_with_a_reason() {
+        let w = world().await;
+        let id = task_in(&w, TaskState::InputRequired).await;
+        let mut watch = w.bus.subscribe(&id);
+        tokio::time::sleep(Duration::from_secs(599)).await;
+        settle().await;
+        assert_eq!(
+            w.tasks.get(&scope(), &id).await.unwrap().state(),
+            TaskState::InputRequired
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        settle().await;
+        let task = w.tasks.get(&scope(), &id).await.unwrap();
+        assert_eq!(task.state(), TaskState::Canceled);
+        assert!(
+            task.task
+                .status
+                .message
+                .unwrap()
+                .text()
+                .contains("no answer arrived within 10 minutes")
+        );
+        // The cancel is an ordinary event: streams close on it and webhooks carry it.
+        let event = watch.recv().await.unwrap();
+        assert_eq!(event.event.state(), Some(TaskState::Canceled));
+        w.stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_in_time_resets_nothing_it_should_not() {
+        let w = world().await;
+        let id = task_in(&w, TaskState::InputRequired).await;
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        let answer = Message {
+            role: Role::User,
+            ..Message::agent_text("answer")
+        };
+        w.tasks
+            .update(&id, TaskUpdate::Resume { message: answer })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(400)).await;
+        settle().await;
+        assert_eq!(
+            w.tasks.get(&scope(), &id).await.unwrap().state(),
+            TaskState::Working,
+            "the old input deadline no longer applies"
+        );
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        settle().await;
+        let task = w.tasks.get(&scope(), &id).await.unwrap();
+        assert_eq!(task.state(), TaskState::Failed, "but a silent agent stalls");
+        assert!(
+            task.task
+                .status
+                .message
+                .unwrap()
+                .text()
+                .contains("reported nothing for 15 minutes")
+        );
+        w.stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn finished_tasks_are_evicted_after_their_ttl() {
+        let w = world().await;
+        let id = task_in(&w, TaskState::Completed).await;
+        let running = task_in(&w, TaskState::Working).await;
+        w.tasks
+            .update(
+                &running,
+                TaskUpdate::Status {
+                    state: TaskState::Working,
+                    message: None,
+                },
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(3599)).await;
+        settle().await;
+        assert!(w.tasks.get(&scope(), &id).await.is_ok());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        settle().await;
+        assert_eq!(
+            w.tasks.get(&scope(), &id).await.unwrap_err().kind,
+            ErrorKind::TaskNotFound
+        );
+        assert!(w.store.events_after(&id, 0, 10).await.unwrap().is_empty());
+        // The working task stalled long ago and, failed, waits out its own TTL.
+        assert_eq!(
+            w.tasks.get(&scope(), &running).await.unwrap().state(),
+            TaskState::Failed
+        );
+        w.stop.cancel();
+    }
+}
