@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod cards;
 pub mod jsonrpc;
+pub mod limits;
 pub mod ops;
 pub mod rest;
 pub mod wire;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// How each hosted agent authenticates callers; agents missing here need none.
     pub auth: Arc<std::collections::BTreeMap<String, auth::AgentAuth>>,
+    /// Open streams per principal on this node.
+    pub streams: Arc<limits::StreamLimits>,
 }
 
 /// A request as the handlers see it, body already read within the size limit.

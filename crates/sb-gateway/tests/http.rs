@@ -68,6 +68,7 @@ fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
         shutdown: CancellationToken::new(),
         max_body_bytes: 64 * 1024,
         auth: Arc::new(auth),
+        streams: sb_gateway::limits::StreamLimits::new(2),
     };
     router(state)
 }
@@ -687,4 +688,60 @@ async fn principals_only_see_their_own_tasks() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// A principal may hold only so many streams open; a closed stream frees its slot.
+#[tokio::test]
+async fn open_streams_per_principal_are_limited() {
+    let app = app();
+    // Fire-and-forget tasks stay working, so their subscriptions stay open.
+    let mut open = Vec::new();
+    let mut task_ids = Vec::new();
+    for i in 0..3 {
+        let v = rpc(
+            &app,
+            "/agents/conformance/a2a",
+            Some("1.0"),
+            "SendMessage",
+            json!({"message": user_message(&format!("ff-{i}"), "x")}),
+        )
+        .await;
+        task_ids.push(v["result"]["task"]["id"].as_str().unwrap().to_owned());
+    }
+    for id in &task_ids[..2] {
+        let response = app
+            .clone()
+            .oneshot(subscribe_request(
+                &format!("/agents/conformance/tasks/{id}:subscribe"),
+                None,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        open.push(response);
+    }
+    let (status, _, text) = call(
+        &app,
+        subscribe_request(
+            &format!("/agents/conformance/tasks/{}:subscribe", task_ids[2]),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
+    assert!(text.contains("RESOURCE_EXHAUSTED"));
+    drop(open.pop());
+    let response = app
+        .clone()
+        .oneshot(subscribe_request(
+            &format!("/agents/conformance/tasks/{}:subscribe", task_ids[2]),
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "a closed stream frees its slot"
+    );
 }

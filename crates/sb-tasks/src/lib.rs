@@ -7,6 +7,7 @@
 //!   [`LocalTaskService`], which runs it over a [`sb_store::TaskStore`] with
 //!   compare-and-set retries and publishes each committed event on the bus.
 //! - [`cursor`]: opaque ListTasks page tokens.
+//! - [`inflight`]: open tasks per principal, for the in-flight limit.
 //! - [`deadlines`]: input and stall timeouts, and eviction of finished tasks after a TTL.
 //!
 //! Every mutation is read → transition → conditional write on the task's sequence
@@ -15,6 +16,7 @@
 
 pub mod cursor;
 pub mod deadlines;
+pub mod inflight;
 pub mod lifecycle;
 pub mod service;
 

@@ -9,6 +9,7 @@ use sb_protocol::*;
 use sb_store::*;
 
 use crate::cursor;
+use crate::inflight::InFlight;
 use crate::lifecycle::{self, TaskUpdate};
 
 /// Who is asking: the hosted agent addressed and the authenticated principal. A task
@@ -76,7 +77,11 @@ const MAX_CAS_ATTEMPTS: usize = 64;
 pub struct LocalTaskService {
     store: Arc<dyn TaskStore>,
     bus: Arc<dyn EventBus>,
+    in_flight: Arc<InFlight>,
 }
+
+/// The default limit of open tasks per principal and agent.
+pub const DEFAULT_MAX_TASKS_IN_FLIGHT: usize = 10_000;
 
 fn store_error(err: StoreError) -> A2AError {
     tracing::error!(error = %err, "task store failure");
@@ -85,7 +90,18 @@ fn store_error(err: StoreError) -> A2AError {
 
 impl LocalTaskService {
     pub fn new(store: Arc<dyn TaskStore>, bus: Arc<dyn EventBus>) -> LocalTaskService {
-        LocalTaskService { store, bus }
+        let in_flight = Arc::new(InFlight::new(DEFAULT_MAX_TASKS_IN_FLIGHT));
+        LocalTaskService {
+            store,
+            bus,
+            in_flight,
+        }
+    }
+
+    /// Limits the open tasks of each principal (per agent) to `limit`.
+    pub fn with_max_in_flight(mut self, limit: usize) -> LocalTaskService {
+        self.in_flight = Arc::new(InFlight::new(limit));
+        self
     }
 
     /// Read → decide → conditional write, retried on a lost race. `decide` returns the
@@ -112,6 +128,7 @@ impl LocalTaskService {
             };
             match self.store.commit(commit).await {
                 Ok(()) => {
+                    self.in_flight.observe(&next);
                     self.bus.publish(&event);
                     return Ok(next);
                 }
@@ -131,6 +148,9 @@ impl LocalTaskService {
     /// keep waiting for their client. Returns how many tasks were failed.
     pub async fn recover_unfinished(&self) -> TaskResult<usize> {
         let all = self.store.list_all().await.map_err(store_error)?;
+        for record in all.iter().filter(|r| r.state().is_interrupted()) {
+            self.in_flight.observe(record);
+        }
         let mut failed = 0;
         let running = all
             .iter()
@@ -190,7 +210,13 @@ impl TaskService for LocalTaskService {
             record: record.clone(),
             events: vec![event.clone()],
         };
-        self.store.commit(commit).await.map_err(store_error)?;
+        self.in_flight
+            .reserve(&record.agent, &record.owner, &task_id)?;
+        if let Err(e) = self.store.commit(commit).await {
+            self.in_flight
+                .release(&record.agent, &record.owner, &task_id);
+            return Err(store_error(e));
+        }
         self.bus.publish(&event);
         tracing::info!(task_id = %task_id, agent = %record.agent, "task created");
         Ok(record)
@@ -462,6 +488,38 @@ mod tests {
         assert_eq!(
             svc.get(&scope(), &waiting.task.id).await.unwrap().state(),
             TaskState::InputRequired
+        );
+    }
+
+    #[tokio::test]
+    async fn open_tasks_per_principal_are_limited() {
+        let svc = LocalTaskService::new(Arc::new(MemoryStore::new()), Arc::new(LocalBus::new()))
+            .with_max_in_flight(2);
+        let first = create(&svc, "1").await;
+        create(&svc, "2").await;
+        let new = NewTask {
+            scope: scope(),
+            message: user("3"),
+            metadata: None,
+        };
+        let refused = svc.create(new.clone()).await.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::ResourceExhausted);
+        assert!(refused.retryable);
+        let other = NewTask {
+            scope: Scope {
+                agent: "a".into(),
+                owner: "someone-else".into(),
+            },
+            ..new.clone()
+        };
+        assert!(
+            svc.create(other).await.is_ok(),
+            "the limit is per principal"
+        );
+        svc.cancel(&scope(), &first.task.id).await.unwrap();
+        assert!(
+            svc.create(new).await.is_ok(),
+            "a finished task frees its slot"
         );
     }
 

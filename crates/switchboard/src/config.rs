@@ -36,6 +36,10 @@ pub struct Config {
     pub input_timeout_secs: u64,
     /// Seconds a running task may go without an event before it is failed.
     pub stall_timeout_secs: u64,
+    /// Streams one principal may hold open on this node.
+    pub max_streams_per_principal: usize,
+    /// Unfinished tasks one principal may have per agent.
+    pub max_tasks_in_flight_per_principal: usize,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -119,6 +123,8 @@ impl Default for Config {
             task_ttl_secs: 3600,
             input_timeout_secs: 600,
             stall_timeout_secs: 900,
+            max_streams_per_principal: 10_000,
+            max_tasks_in_flight_per_principal: 10_000,
             agents: default_agents(),
         }
     }
@@ -257,6 +263,14 @@ fn validate(config: &Config) -> Result<(), String> {
         ("task_ttl_secs", config.task_ttl_secs),
         ("input_timeout_secs", config.input_timeout_secs),
         ("stall_timeout_secs", config.stall_timeout_secs),
+        (
+            "max_streams_per_principal",
+            config.max_streams_per_principal as u64,
+        ),
+        (
+            "max_tasks_in_flight_per_principal",
+            config.max_tasks_in_flight_per_principal as u64,
+        ),
     ] {
         if value == 0 {
             return Err(format!("{name} must be positive"));

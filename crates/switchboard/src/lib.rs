@@ -310,7 +310,10 @@ pub async fn serve(
         (store.clone(), store)
     };
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
-    let task_service = Arc::new(LocalTaskService::new(tasks_store.clone(), bus.clone()));
+    let task_service = Arc::new(
+        LocalTaskService::new(tasks_store.clone(), bus.clone())
+            .with_max_in_flight(config.max_tasks_in_flight_per_principal),
+    );
     let recovered = task_service
         .recover_unfinished()
         .await
@@ -391,6 +394,7 @@ pub async fn serve(
         shutdown: stop.clone(),
         max_body_bytes: config.max_body_bytes,
         auth: Arc::new(auths),
+        streams: sb_gateway::limits::StreamLimits::new(config.max_streams_per_principal),
     };
     let app = sb_gateway::router(state);
     let dispatching = dispatcher.spawn(&*bus, stop.clone());
