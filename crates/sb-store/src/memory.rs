@@ -127,6 +127,26 @@ impl PushConfigStore for MemoryStore {
             .collect())
     }
 
+    async fn list_all_push_configs(&self) -> StoreResult<Vec<PushConfigRecord>> {
+        Ok(self.state.lock().push.values().cloned().collect())
+    }
+
+    async fn advance_push_cursor(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        seq: u64,
+    ) -> StoreResult<()> {
+        let mut state = self.state.lock();
+        if let Some(record) = state
+            .push
+            .get_mut(&(task_id.to_owned(), config_id.to_owned()))
+        {
+            record.from_seq = record.from_seq.max(seq);
+        }
+        Ok(())
+    }
+
     async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()> {
         self.state.lock().push.retain(|(t, _), _| t != task_id);
         Ok(())

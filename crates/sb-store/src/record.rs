@@ -54,8 +54,9 @@ pub struct PushConfigRecord {
     pub version: StoredVersion,
     pub owner: String,
     pub created_at: DateTime<Utc>,
-    /// The task's sequence number when the config was registered: it receives the
-    /// events after it, not the ones that were already sent when it arrived.
+    /// The delivery cursor: every event up to this sequence number has been delivered
+    /// (or given up on). Starts at the task's number when the config is registered, so a
+    /// new config gets the events after it; survives restarts, so nothing queued is lost.
     #[serde(default)]
     pub from_seq: u64,
 }

@@ -29,6 +29,7 @@ enum WriteOp {
     PutPush(Box<PushConfigRecord>, oneshot::Sender<StoreResult<()>>),
     DeletePush(String, String, oneshot::Sender<StoreResult<bool>>),
     DeletePushAll(String, oneshot::Sender<StoreResult<()>>),
+    AdvancePush(String, String, u64, oneshot::Sender<StoreResult<()>>),
     DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
 }
 
@@ -151,6 +152,10 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
                             .map_err(StoreError::backend);
                         replies.push(Reply::Unit(tx, result));
                     }
+                    WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
+                        let result = advance_cursor(&mut push, &task_id, &config_id, seq);
+                        replies.push(Reply::Unit(tx, result));
+                    }
                     WriteOp::DeleteTask(task_id, tx) => {
                         let result = events
                             .retain_in(
@@ -185,6 +190,32 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
     if let Err(e) = outcome {
         tracing::error!(error = %e, "store batch commit failed");
     }
+}
+
+fn advance_cursor(
+    push: &mut redb::Table<'_, (&str, &str), &[u8]>,
+    task_id: &str,
+    config_id: &str,
+    seq: u64,
+) -> StoreResult<()> {
+    let current = match push
+        .get((task_id, config_id))
+        .map_err(StoreError::backend)?
+    {
+        Some(bytes) => decode::<PushConfigRecord>(bytes.value())?,
+        None => return Ok(()),
+    };
+    if current.from_seq >= seq {
+        return Ok(());
+    }
+    let updated = PushConfigRecord {
+        from_seq: seq,
+        ..current
+    };
+    let bytes = encode(&updated)?;
+    push.insert((task_id, config_id), bytes.as_slice())
+        .map_err(StoreError::backend)?;
+    Ok(())
 }
 
 fn apply_commit(
@@ -345,6 +376,33 @@ impl PushConfigStore for RedbStore {
             }
             Ok(out)
         })
+        .await
+    }
+
+    async fn list_all_push_configs(&self) -> StoreResult<Vec<PushConfigRecord>> {
+        self.read(|txn| {
+            let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(StoreError::backend)? {
+                let (_, bytes) = entry.map_err(StoreError::backend)?;
+                out.push(decode(bytes.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn advance_push_cursor(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        seq: u64,
+    ) -> StoreResult<()> {
+        let (tx, rx) = oneshot::channel();
+        self.write(
+            WriteOp::AdvancePush(task_id.to_owned(), config_id.to_owned(), seq, tx),
+            rx,
+        )
         .await
     }
 

@@ -243,6 +243,28 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
     assert!(!store.delete_push_config("t", "a").await.unwrap());
     assert_eq!(store.list_push_configs("t").await.unwrap().len(), 1);
     assert!(store.list_push_configs("nobody").await.unwrap().is_empty());
+    store.advance_push_cursor("t2", "a", 7).await.unwrap();
+    store.advance_push_cursor("t2", "a", 3).await.unwrap();
+    assert_eq!(
+        store
+            .get_push_config("t2", "a")
+            .await
+            .unwrap()
+            .unwrap()
+            .from_seq,
+        7,
+        "cursors only move forward"
+    );
+    store.advance_push_cursor("t2", "ghost", 9).await.unwrap();
+    assert!(
+        store
+            .get_push_config("t2", "ghost")
+            .await
+            .unwrap()
+            .is_none(),
+        "advancing never creates a config"
+    );
+    assert_eq!(store.list_all_push_configs().await.unwrap().len(), 2);
     store.delete_push_configs("t").await.unwrap();
     assert!(store.list_push_configs("t").await.unwrap().is_empty());
     assert_eq!(store.list_push_configs("t2").await.unwrap().len(), 1);

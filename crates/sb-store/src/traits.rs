@@ -62,6 +62,16 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> StoreResult<bool>;
     /// Removes every config of a task (when the task is evicted).
     async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()>;
+    /// Every config (the dispatcher's catch-up after a restart).
+    async fn list_all_push_configs(&self) -> StoreResult<Vec<PushConfigRecord>>;
+    /// Records that a config has been served every event up to `seq`. Only moves forward,
+    /// and never brings back a config that was deleted meanwhile.
+    async fn advance_push_cursor(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        seq: u64,
+    ) -> StoreResult<()>;
 }
 
 /// Live delivery of committed events to whoever watches a task. Subscribers must treat

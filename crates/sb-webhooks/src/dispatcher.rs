@@ -102,18 +102,22 @@ impl Dispatcher {
         })
     }
 
-    /// Takes every event off the bus until `shutdown`, queueing its deliveries.
+    /// Delivers until `shutdown`: first whatever was queued before a restart (every
+    /// config whose cursor is behind its task's log), then each event from the bus.
     pub fn spawn(&self, bus: &dyn EventBus, shutdown: CancellationToken) -> JoinHandle<()> {
         let mut events = bus.subscribe_all();
         let dispatcher = self.clone();
         tokio::spawn(async move {
+            dispatcher.catch_up_all().await;
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,
                     received = events.recv() => match received {
-                        Ok(event) => dispatcher.enqueue(event),
+                        Ok(event) => dispatcher.enqueue(event.task_id),
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
-                            tracing::error!(missed, "webhook dispatcher fell behind the event bus; those events are not delivered");
+                            // The log has what the bus dropped; the cursors say what is owed.
+                            tracing::warn!(missed, "webhook dispatcher fell behind the event bus; catching up from the log");
+                            dispatcher.catch_up_all().await;
                         }
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
@@ -122,17 +126,30 @@ impl Dispatcher {
         })
     }
 
-    /// Queues the deliveries of one event behind the task's earlier ones.
-    pub fn enqueue(&self, event: StoredEvent) {
+    async fn catch_up_all(&self) {
+        match self.inner.configs.list_all_push_configs().await {
+            Ok(records) => {
+                let tasks: std::collections::BTreeSet<String> =
+                    records.into_iter().map(|r| r.config.task_id).collect();
+                for task_id in tasks {
+                    self.enqueue(task_id);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot read push configs to resume deliveries"),
+        }
+    }
+
+    /// Queues a catch-up of the task's configs behind the task's earlier deliveries.
+    pub fn enqueue(&self, task_id: String) {
         let inner = self.inner.clone();
         let mut chains = self.inner.chains.lock();
-        let previous = chains.remove(&event.task_id);
-        let task_id = event.task_id.clone();
+        let previous = chains.remove(&task_id);
+        let job_task = task_id.clone();
         let job = tokio::spawn(async move {
             if let Some(previous) = previous {
                 let _ = previous.await;
             }
-            inner.deliver_event(&event).await;
+            inner.catch_up(&job_task).await;
         });
         chains.insert(task_id, job);
         if chains.len() > 1024 {
@@ -156,25 +173,58 @@ impl Dispatcher {
 }
 
 impl Inner {
-    async fn deliver_event(&self, event: &StoredEvent) {
-        let configs = match self.configs.list_push_configs(&event.task_id).await {
+    /// Brings every config of the task up to date with its event log, event by event,
+    /// moving each config's durable cursor as it goes.
+    async fn catch_up(&self, task_id: &str) {
+        let configs = match self.configs.list_push_configs(task_id).await {
             Ok(configs) => configs,
             Err(e) => {
-                tracing::error!(task_id = %event.task_id, error = %e, "cannot read push configs; event not delivered");
+                tracing::error!(task_id, error = %e, "cannot read push configs; deliveries wait for the next event");
                 return;
             }
         };
-        let due: Vec<&PushConfigRecord> =
-            configs.iter().filter(|r| event.seq > r.from_seq).collect();
-        if due.is_empty() {
-            return;
-        }
-        let secret = self.signing_secret(&event.task_id).await;
-        for record in due {
-            let Some(body) = self.body(record, event).await else {
-                continue;
-            };
-            self.deliver(record, event, body, secret.as_deref()).await;
+        let mut secret = None;
+        for config in configs {
+            let config_id = config.config.id.clone().unwrap_or_default();
+            let mut cursor = config.from_seq;
+            'config: loop {
+                let events = match self.tasks.events_after(task_id, cursor, 64).await {
+                    Ok(events) if !events.is_empty() => events,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::error!(task_id, error = %e, "cannot read the event log; deliveries wait for the next event");
+                        return;
+                    }
+                };
+                for event in events {
+                    // The live config, on every delivery: a changed URL or credential
+                    // applies at once, a deleted config stops receiving.
+                    let Ok(Some(live)) = self.configs.get_push_config(task_id, &config_id).await
+                    else {
+                        break 'config;
+                    };
+                    if secret.is_none() {
+                        secret = Some(self.signing_secret(task_id).await);
+                    }
+                    if let Some(body) = self.body(&live, &event).await {
+                        self.deliver(
+                            &live,
+                            &event,
+                            body,
+                            secret.as_ref().and_then(|s| s.as_deref()),
+                        )
+                        .await;
+                    }
+                    cursor = event.seq;
+                    if let Err(e) = self
+                        .configs
+                        .advance_push_cursor(task_id, &config_id, cursor)
+                        .await
+                    {
+                        tracing::error!(task_id, error = %e, "cannot record a delivery; it may be sent again after a restart");
+                    }
+                }
+            }
         }
     }
 

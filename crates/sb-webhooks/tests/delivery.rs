@@ -36,7 +36,7 @@ async fn hook(
     axum::extract::Path(name): axum::extract::Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> StatusCode {
+) -> (StatusCode, [(axum::http::HeaderName, &'static str); 1]) {
     let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
     rx.seen.lock().push((name, headers, json));
     let next = {
@@ -47,7 +47,11 @@ async fn hook(
             script.remove(0)
         }
     };
-    StatusCode::from_u16(next).unwrap()
+    // Redirects point at another path of this receiver, so following one would show.
+    (
+        StatusCode::from_u16(next).unwrap(),
+        [(axum::http::header::LOCATION, "/followed")],
+    )
 }
 
 async fn start_receiver() -> (Receiver, String) {
@@ -235,13 +239,59 @@ async fn delivers_each_event_in_order_with_auth_and_ids() {
 }
 
 #[tokio::test]
-async fn retries_server_errors_but_not_client_errors() {
+async fn retries_until_accepted_then_delivers_once_signed() {
+    let (rx, base) = start_receiver().await;
+    let w = world(
+        AddressPolicy::parse("127.0.0.1").unwrap(),
+        vec![
+            Duration::from_millis(10),
+            Duration::from_millis(10),
+            Duration::from_millis(10),
+        ],
+    );
+    rx.script.lock().extend([503, 503]);
+    let task_id = new_task(&w).await;
+    let mut hook = config(&task_id, format!("{base}/r"));
+    hook.authentication = Some(AuthenticationInfo {
+        scheme: "Bearer".into(),
+        credentials: Some("cred".into()),
+    });
+    w.push.create(&w.scope, hook, Version::V1_0).await.unwrap();
+    w.tasks
+        .update(&task_id, status(TaskState::Working))
+        .await
+        .unwrap();
+    let seen = wait_for(&rx, 3).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        rx.seen.lock().len(),
+        3,
+        "two 503s, then accepted once, nothing more"
+    );
+    let (_, headers, body) = &seen[2];
+    assert_eq!(headers["authorization"], "Bearer cred");
+    let expected = sb_webhooks::dispatcher::sign(
+        SECRET.as_bytes(),
+        headers["webhook-id"].to_str().unwrap(),
+        headers["webhook-timestamp"].to_str().unwrap(),
+        &serde_json::to_vec(body).unwrap(),
+    );
+    assert_eq!(headers["webhook-signature"].to_str().unwrap(), expected);
+    assert!(
+        seen.iter()
+            .all(|(_, h, _)| h["webhook-id"] == format!("{task_id}:2")),
+        "every attempt is the same event"
+    );
+}
+
+#[tokio::test]
+async fn client_errors_and_redirects_get_one_attempt() {
     let (rx, base) = start_receiver().await;
     let w = world(
         AddressPolicy::parse("127.0.0.1").unwrap(),
         vec![Duration::from_millis(10), Duration::from_millis(10)],
     );
-    rx.script.lock().extend([503, 429, 400]);
+    rx.script.lock().extend([404, 302]);
     let task_id = new_task(&w).await;
     w.push
         .create(
@@ -255,22 +305,21 @@ async fn retries_server_errors_but_not_client_errors() {
         .update(&task_id, status(TaskState::Working))
         .await
         .unwrap();
-    let seen = wait_for(&rx, 3).await;
-    assert_eq!(seen.len(), 3, "503 and 429 are retried, then 400 ends it");
+    wait_for(&rx, 1).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(rx.seen.lock().len(), 1, "a 404 is not retried");
+    // A redirect is not followed (its target could be anywhere) and not retried.
     w.tasks
         .update(&task_id, status(TaskState::Completed))
         .await
         .unwrap();
-    let seen = wait_for(&rx, 4).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(
-        rx.seen.lock().len(),
-        4,
-        "the next event is delivered once, no stray retries"
-    );
-    assert_eq!(
-        seen[3].2["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
+    wait_for(&rx, 2).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let seen = rx.seen.lock().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|(name, _, _)| name == "r"),
+        "the redirect target was never requested"
     );
 }
 

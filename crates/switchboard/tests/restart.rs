@@ -397,3 +397,90 @@ async fn input_deadline_cancels_and_notifies() {
         "TASK_STATE_CANCELED"
     );
 }
+
+/// A restart in the middle of a delivery loses nothing: the webhook was failing and
+/// waiting to retry when the server was killed; after the restart every event owed is
+/// delivered, in order, exactly once accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_deliveries_survive_kill_9() {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::post;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let accepting = Arc::new(AtomicBool::new(false));
+    let accepted: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let (flag, sink) = (accepting.clone(), accepted.clone());
+    let app = axum::Router::new().route(
+        "/hook",
+        post(
+            move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let (flag, sink) = (flag.clone(), sink.clone());
+                async move {
+                    if !flag.load(Ordering::SeqCst) {
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    sink.lock().unwrap().push((id, body));
+                    StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!(
+        "http://127.0.0.1:{}/hook",
+        listener.local_addr().unwrap().port()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config,
+        "webhook_retry_delays_ms = [60000]\ndefault_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+    )
+    .unwrap();
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--webhook-allow",
+        "127.0.0.1/32",
+    ];
+    let server = Server::start_with(dir.path(), &args).await;
+    let message = json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "deliver me"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": hook}}});
+    let task = server.rpc("echo", "SendMessage", message).await["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    // The first delivery was refused and now waits a minute to retry: kill the server.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(accepted.lock().unwrap().is_empty());
+    server.kill_9();
+
+    accepting.store(true, Ordering::SeqCst);
+    let _server = Server::start_with(dir.path(), &args).await;
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        ids = accepted
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect();
+        if ids.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected: Vec<String> = (2..=4).map(|seq| format!("{task_id}:{seq}")).collect();
+    assert_eq!(
+        ids, expected,
+        "working, the artifact and completed, in order, once each"
+    );
+    let last = accepted.lock().unwrap()[2].1.clone();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}
