@@ -74,6 +74,9 @@ pub struct Reporter {
     tasks: Arc<dyn TaskService>,
     task_id: String,
     kept_open: Arc<AtomicBool>,
+    /// Text streamed so far per artifact id (with its name), for the authoritative full
+    /// artifact sent before completion.
+    streamed: Arc<parking_lot::Mutex<std::collections::BTreeMap<String, (String, String)>>>,
 }
 
 impl Reporter {
@@ -82,7 +85,32 @@ impl Reporter {
             tasks,
             task_id,
             kept_open: Arc::new(AtomicBool::new(false)),
+            streamed: Arc::default(),
         }
+    }
+
+    /// Streams text into an artifact as a delta: only the new text travels (an artifact
+    /// update with `append`), never the accumulated text again. On [`Reporter::complete`]
+    /// the whole text is sent once more as the authoritative artifact, so a client that
+    /// missed deltas still ends with the right result.
+    pub async fn stream_text(
+        &self,
+        artifact_id: &str,
+        name: &str,
+        delta: &str,
+    ) -> Result<Task, A2AError> {
+        let first = {
+            let mut streamed = self.streamed.lock();
+            let entry = streamed.entry(artifact_id.to_owned());
+            let first = matches!(entry, std::collections::btree_map::Entry::Vacant(_));
+            entry
+                .or_insert_with(|| (name.to_owned(), String::new()))
+                .1
+                .push_str(delta);
+            first
+        };
+        self.artifact(text_artifact(artifact_id, name, delta), !first, false)
+            .await
     }
 
     /// Ends this turn but leaves the task working: a later turn (the next user message),
@@ -137,7 +165,14 @@ impl Reporter {
             .await
     }
 
+    /// Completes the task; streamed artifacts first get their authoritative full text
+    /// (`append: false`, `lastChunk: true`).
     pub async fn complete(&self, message: Option<String>) -> Result<Task, A2AError> {
+        let streamed = std::mem::take(&mut *self.streamed.lock());
+        for (artifact_id, (name, text)) in streamed {
+            self.artifact(text_artifact(&artifact_id, &name, text), false, true)
+                .await?;
+        }
         self.status(TaskState::Completed, message).await
     }
 
@@ -159,5 +194,71 @@ pub fn text_artifact(id: &str, name: &str, text: impl Into<String>) -> Artifact 
         parts: vec![Part::text(text)],
         metadata: None,
         extensions: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sb_store::{LocalBus, MemoryStore, StoredEvent};
+    use sb_tasks::{LocalTaskService, NewTask, Scope};
+
+    #[tokio::test]
+    async fn streamed_text_is_deltas_then_one_authoritative_artifact() {
+        let store = Arc::new(MemoryStore::new());
+        let tasks = Arc::new(LocalTaskService::new(store, Arc::new(LocalBus::new())));
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("go")
+        };
+        let id = tasks
+            .create(NewTask {
+                scope: scope.clone(),
+                message,
+                metadata: None,
+            })
+            .await
+            .unwrap()
+            .task
+            .id;
+        let reporter = Reporter::new(tasks.clone(), id.clone());
+        for delta in ["Hel", "lo, ", "world"] {
+            reporter.stream_text("out", "out", delta).await.unwrap();
+        }
+        let done = reporter.complete(None).await.unwrap();
+        assert_eq!(done.artifacts.len(), 1);
+        assert_eq!(done.artifacts[0].parts.len(), 1);
+        assert_eq!(done.artifacts[0].parts[0].as_text(), Some("Hello, world"));
+
+        let events: Vec<StoredEvent> = tasks.events_after(&id, 1, 10).await.unwrap();
+        let updates: Vec<(String, bool, bool)> = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                StreamResponse::ArtifactUpdate(u) => Some((
+                    u.artifact.parts[0].as_text().unwrap_or_default().to_owned(),
+                    u.append,
+                    u.last_chunk,
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            updates,
+            [
+                ("Hel".to_owned(), false, false),
+                ("lo, ".to_owned(), true, false),
+                ("world".to_owned(), true, false),
+                ("Hello, world".to_owned(), false, true),
+            ]
+        );
+        assert_eq!(
+            events.last().unwrap().event.state(),
+            Some(TaskState::Completed),
+            "the full artifact comes before the final status"
+        );
     }
 }

@@ -350,6 +350,14 @@ async fn private_targets_are_refused_at_send_time_too() {
             .await
             .is_err()
     );
+    // A name is fine at registration (it may resolve anywhere later), but one that
+    // resolves to loopback is refused when the connection is made.
+    let port = base.rsplit(':').next().unwrap();
+    let by_name = config(&task_id, format!("http://localhost:{port}/z"));
+    w.push
+        .create(&w.scope, by_name, Version::V1_0)
+        .await
+        .unwrap();
     w.tasks
         .update(&task_id, status(TaskState::Working))
         .await

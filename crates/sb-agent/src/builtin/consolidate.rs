@@ -187,14 +187,15 @@ impl Agent for ConsolidateAgent {
             reporter.input_required(question).await?;
             return Ok(());
         }
-        let listing: Vec<String> = facts.iter().map(|f| format!("- {f}")).collect();
-        reporter
-            .artifact(
-                text_artifact("facts", "facts", listing.join("\n")),
-                false,
-                true,
-            )
-            .await?;
+        // One delta per fact, as an LLM would produce them.
+        for (i, fact) in facts.iter().enumerate() {
+            let line = if i == 0 {
+                format!("- {fact}")
+            } else {
+                format!("\n- {fact}")
+            };
+            reporter.stream_text("facts", "facts", &line).await?;
+        }
         reporter
             .complete(Some(format!(
                 "consolidated {} facts from {lines} transcripts",
