@@ -80,9 +80,12 @@ for (const mode of MODES) {
       assert.ok(states.includes('TASK_STATE_WORKING'), states.join());
       assert.equal(states.at(-1), 'TASK_STATE_COMPLETED');
       assert.equal(k.at(-1), 'statusUpdate');
-      const arts = second.filter((e) => e.payload.$case === 'artifactUpdate').map((e) => e.payload.value.artifact);
-      assert.deepEqual(arts.map((a) => a.name), ['facts']);
-      assert.ok(textOf(arts[0].parts).toLowerCase().includes('paris'));
+      const updates = second.filter((e) => e.payload.$case === 'artifactUpdate').map((e) => e.payload.value);
+      assert.deepEqual([...new Set(updates.map((u) => u.artifact.name))], ['facts']);
+      // Text arrives as deltas, then once more whole (append false, lastChunk true).
+      const whole = updates.at(-1);
+      assert.ok(!whole.append && whole.lastChunk);
+      assert.ok(textOf(whole.artifact.parts).toLowerCase().includes('paris'));
     });
     // a2a-sdk 1.3.0's server stores such a follow-up with a fresh contextId
     // (a2a-spec.md §11.16), so this test fails against it by design.

@@ -133,9 +133,13 @@ for (const mode of MODES) {
       assert.deepEqual(progress, ['1/4', '2/4', '3/4', '4/4']);
       assert.equal(events.at(-1).payload.$case, 'statusUpdate');
       assert.equal(stateName(events.at(-1).payload.value.status.state), 'TASK_STATE_COMPLETED');
-      const arts = events.filter((e) => e.payload.$case === 'artifactUpdate').map((e) => e.payload.value.artifact);
-      assert.deepEqual(arts.map((a) => a.name), ['facts']);
-      assert.ok(textOf(arts[0].parts).includes('colour number 4'));
+      const updates = events.filter((e) => e.payload.$case === 'artifactUpdate').map((e) => e.payload.value);
+      assert.deepEqual([...new Set(updates.map((u) => u.artifact.name))], ['facts']);
+      // Text arrives as deltas, then once more whole (append false, lastChunk true).
+      const whole = updates.at(-1);
+      assert.ok(!whole.append && whole.lastChunk);
+      assert.ok(textOf(whole.artifact.parts).includes('colour number 4'));
+      assert.ok(textOf(whole.artifact.parts).includes('colour number 1'));
     });
   });
 }

@@ -87,9 +87,12 @@ async def test_input_required_then_resume_streaming(http, mode):
     assert 'TASK_STATE_WORKING' in states
     assert states[-1] == 'TASK_STATE_COMPLETED'
     assert k[-1] == 'status_update'
-    arts = [e.artifact_update.artifact for e in second if e.HasField('artifact_update')]
-    assert [a.name for a in arts] == ['facts']
-    assert 'paris' in text_of(arts[0].parts).lower()
+    updates = [e.artifact_update for e in second if e.HasField('artifact_update')]
+    assert updates and {u.artifact.name for u in updates} == {'facts'}
+    # Text arrives as deltas, then once more whole (append false, lastChunk true).
+    assert not updates[-1].append and updates[-1].last_chunk
+    assert all(u.append for u in updates[1:-1])
+    assert 'paris' in text_of(updates[-1].artifact.parts).lower()
 
 
 @pytest.mark.timeout(40)

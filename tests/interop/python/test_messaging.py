@@ -148,6 +148,9 @@ async def test_streaming_consolidate_progress(http, mode):
     assert progress == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert events[-1].HasField('status_update')
     assert state_name(events[-1].status_update.status.state) == 'TASK_STATE_COMPLETED'
-    facts = [e.artifact_update.artifact for e in events if e.HasField('artifact_update')]
-    assert [a.name for a in facts] == ['facts']
-    assert 'colour number 4' in text_of(facts[0].parts)
+    updates = [e.artifact_update for e in events if e.HasField('artifact_update')]
+    assert updates and {u.artifact.name for u in updates} == {'facts'}
+    # Text arrives as deltas, then once more whole (append false, lastChunk true).
+    assert not updates[-1].append and updates[-1].last_chunk
+    assert 'colour number 4' in text_of(updates[-1].artifact.parts)
+    assert 'colour number 1' in text_of(updates[-1].artifact.parts)
