@@ -19,6 +19,7 @@ struct State {
     tasks: HashMap<String, TaskRecord>,
     events: HashMap<String, Vec<StoredEvent>>,
     push: BTreeMap<(String, String), PushConfigRecord>,
+    dead: BTreeMap<String, DeadLetter>,
 }
 
 impl MemoryStore {
@@ -159,6 +160,24 @@ impl PushConfigStore for MemoryStore {
             .push
             .remove(&(task_id.to_owned(), config_id.to_owned()))
             .is_some())
+    }
+}
+
+#[async_trait]
+impl DeadLetterStore for MemoryStore {
+    async fn put_dead_letter(&self, letter: DeadLetter) -> StoreResult<()> {
+        self.state.lock().dead.insert(letter.id.clone(), letter);
+        Ok(())
+    }
+
+    async fn list_dead_letters(&self) -> StoreResult<Vec<DeadLetter>> {
+        let mut letters: Vec<DeadLetter> = self.state.lock().dead.values().cloned().collect();
+        letters.sort_by_key(|l| l.failed_at);
+        Ok(letters)
+    }
+
+    async fn take_dead_letter(&self, id: &str) -> StoreResult<Option<DeadLetter>> {
+        Ok(self.state.lock().dead.remove(id))
     }
 }
 

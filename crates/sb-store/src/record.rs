@@ -160,3 +160,19 @@ impl TaskQuery {
         }
     }
 }
+
+/// A webhook delivery that failed for good (retries exhausted, or refused with a 4xx),
+/// kept for an operator to inspect and re-drive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub id: String,
+    pub task_id: String,
+    pub config_id: String,
+    /// The event that was not delivered.
+    pub seq: u64,
+    /// The webhook's host (never the full URL: it may carry secrets in its path).
+    pub host: String,
+    pub reason: String,
+    pub attempts: u32,
+    pub failed_at: DateTime<Utc>,
+}

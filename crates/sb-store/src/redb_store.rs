@@ -19,6 +19,7 @@ use crate::traits::*;
 const TASKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tasks");
 const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
 const PUSH: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("push_configs");
+const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letters");
 
 /// Most write requests folded into one transaction.
 const MAX_BATCH: usize = 512;
@@ -30,6 +31,8 @@ enum WriteOp {
     DeletePush(String, String, oneshot::Sender<StoreResult<bool>>),
     DeletePushAll(String, oneshot::Sender<StoreResult<()>>),
     AdvancePush(String, String, u64, oneshot::Sender<StoreResult<()>>),
+    PutDead(Box<DeadLetter>, oneshot::Sender<StoreResult<()>>),
+    TakeDead(String, oneshot::Sender<StoreResult<Option<DeadLetter>>>),
     DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
 }
 
@@ -54,6 +57,7 @@ impl RedbStore {
             txn.open_table(TASKS).map_err(StoreError::backend)?;
             txn.open_table(EVENTS).map_err(StoreError::backend)?;
             txn.open_table(PUSH).map_err(StoreError::backend)?;
+            txn.open_table(DEAD).map_err(StoreError::backend)?;
         }
         txn.commit().map_err(StoreError::backend)?;
         let db = Arc::new(db);
@@ -115,6 +119,10 @@ fn write_loop(db: &Database, mut queue: mpsc::Receiver<WriteOp>) {
 enum Reply {
     Unit(oneshot::Sender<StoreResult<()>>, StoreResult<()>),
     Bool(oneshot::Sender<StoreResult<bool>>, StoreResult<bool>),
+    Dead(
+        oneshot::Sender<StoreResult<Option<DeadLetter>>>,
+        StoreResult<Option<DeadLetter>>,
+    ),
 }
 
 fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
@@ -125,6 +133,7 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
             let mut tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
             let mut events = txn.open_table(EVENTS).map_err(StoreError::backend)?;
             let mut push = txn.open_table(PUSH).map_err(StoreError::backend)?;
+            let mut dead = txn.open_table(DEAD).map_err(StoreError::backend)?;
             for op in batch {
                 match op {
                     WriteOp::Commit(commit, tx) => {
@@ -151,6 +160,22 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
                             )
                             .map_err(StoreError::backend);
                         replies.push(Reply::Unit(tx, result));
+                    }
+                    WriteOp::PutDead(letter, tx) => {
+                        let result = encode(&*letter).and_then(|bytes| {
+                            dead.insert(letter.id.as_str(), bytes.as_slice())
+                                .map(|_| ())
+                                .map_err(StoreError::backend)
+                        });
+                        replies.push(Reply::Unit(tx, result));
+                    }
+                    WriteOp::TakeDead(id, tx) => {
+                        let result = match dead.remove(id.as_str()) {
+                            Ok(Some(bytes)) => decode(bytes.value()).map(Some),
+                            Ok(None) => Ok(None),
+                            Err(e) => Err(StoreError::backend(e)),
+                        };
+                        replies.push(Reply::Dead(tx, result));
                     }
                     WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
                         let result = advance_cursor(&mut push, &task_id, &config_id, seq);
@@ -183,6 +208,8 @@ fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
         match (reply, &outcome) {
             (Reply::Unit(tx, result), Ok(())) => drop(tx.send(result)),
             (Reply::Bool(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Dead(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Dead(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
             (Reply::Unit(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
             (Reply::Bool(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
         }
@@ -419,6 +446,35 @@ impl PushConfigStore for RedbStore {
             rx,
         )
         .await
+    }
+}
+
+#[async_trait]
+impl DeadLetterStore for RedbStore {
+    async fn put_dead_letter(&self, letter: DeadLetter) -> StoreResult<()> {
+        let (tx, rx) = oneshot::channel();
+        self.write(WriteOp::PutDead(Box::new(letter), tx), rx).await
+    }
+
+    async fn list_dead_letters(&self) -> StoreResult<Vec<DeadLetter>> {
+        let mut letters: Vec<DeadLetter> = self
+            .read(|txn| {
+                let table = txn.open_table(DEAD).map_err(StoreError::backend)?;
+                let mut out = Vec::new();
+                for entry in table.iter().map_err(StoreError::backend)? {
+                    let (_, bytes) = entry.map_err(StoreError::backend)?;
+                    out.push(decode(bytes.value())?);
+                }
+                Ok(out)
+            })
+            .await?;
+        letters.sort_by_key(|l: &DeadLetter| l.failed_at);
+        Ok(letters)
+    }
+
+    async fn take_dead_letter(&self, id: &str) -> StoreResult<Option<DeadLetter>> {
+        let (tx, rx) = oneshot::channel();
+        self.write(WriteOp::TakeDead(id.to_owned(), tx), rx).await
     }
 }
 

@@ -270,6 +270,36 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
     assert_eq!(store.list_push_configs("t2").await.unwrap().len(), 1);
 }
 
+pub async fn dead_letters_round_trip(store: &dyn DeadLetterStore) {
+    let letter = |id: &str, secs: i64| DeadLetter {
+        id: id.into(),
+        task_id: "t".into(),
+        config_id: "c".into(),
+        seq: 3,
+        host: "hooks.example".into(),
+        reason: "receiver answered 503".into(),
+        attempts: 4,
+        failed_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap()
+            + Duration::seconds(secs),
+    };
+    store.put_dead_letter(letter("b", 2)).await.unwrap();
+    store.put_dead_letter(letter("a", 1)).await.unwrap();
+    let ids: Vec<String> = store
+        .list_dead_letters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"], "oldest first");
+    assert_eq!(
+        store.take_dead_letter("a").await.unwrap().unwrap().reason,
+        "receiver answered 503"
+    );
+    assert!(store.take_dead_letter("a").await.unwrap().is_none());
+    assert_eq!(store.list_dead_letters().await.unwrap().len(), 1);
+}
+
 /// Instantiates the suite for a backend: `store_test_suite!(Type, async { constructor })`.
 #[macro_export]
 macro_rules! store_test_suite {
@@ -306,6 +336,11 @@ macro_rules! store_test_suite {
             #[tokio::test]
             async fn delete_removes_task_and_log() {
                 $crate::suite::delete_removes_task_and_log(&make().await).await;
+            }
+
+            #[tokio::test]
+            async fn dead_letters_round_trip() {
+                $crate::suite::dead_letters_round_trip(&make().await).await;
             }
 
             #[tokio::test]

@@ -74,6 +74,15 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     ) -> StoreResult<()>;
 }
 
+#[async_trait]
+pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
+    async fn put_dead_letter(&self, letter: DeadLetter) -> StoreResult<()>;
+    /// Every dead letter, oldest first.
+    async fn list_dead_letters(&self) -> StoreResult<Vec<DeadLetter>>;
+    /// Removes and returns a dead letter (to re-drive it).
+    async fn take_dead_letter(&self, id: &str) -> StoreResult<Option<DeadLetter>>;
+}
+
 /// Live delivery of committed events to whoever watches a task. Subscribers must treat
 /// it as a wake-up with a payload, not as the order: gaps are filled from the event log.
 pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {

@@ -16,11 +16,15 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use sb_protocol::v03::{self, Dialect03};
 use sb_protocol::{StreamResponse, Version};
-use sb_store::{EventBus, PushConfigRecord, PushConfigStore, StoredEvent, TaskStore};
+use sb_store::{
+    DeadLetter, DeadLetterStore, EventBus, PushConfigRecord, PushConfigStore, StoredEvent,
+    TaskStore,
+};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::signing::sign;
 use crate::ssrf::{AddressPolicy, GuardedResolver};
 
 #[derive(Clone, Debug)]
@@ -59,12 +63,20 @@ pub struct Dispatcher {
 #[derive(Debug)]
 struct Inner {
     configs: Arc<dyn PushConfigStore>,
+    dead: Arc<dyn DeadLetterStore>,
     tasks: Arc<dyn TaskStore>,
     client: reqwest::Client,
     config: DispatcherConfig,
     /// The last delivery job of each task: the next one waits for it, which keeps each
     /// task's deliveries in event order.
     chains: Mutex<HashMap<String, JoinHandle<()>>>,
+}
+
+/// A delivery that failed for good.
+struct Failure {
+    host: String,
+    reason: String,
+    attempts: usize,
 }
 
 /// What one attempt came to.
@@ -80,6 +92,7 @@ enum Attempt {
 impl Dispatcher {
     pub fn new(
         configs: Arc<dyn PushConfigStore>,
+        dead: Arc<dyn DeadLetterStore>,
         tasks: Arc<dyn TaskStore>,
         config: DispatcherConfig,
     ) -> Result<Dispatcher, String> {
@@ -92,6 +105,7 @@ impl Dispatcher {
             .map_err(|e| format!("cannot build the webhook HTTP client: {e}"))?;
         let inner = Inner {
             configs,
+            dead,
             tasks,
             client,
             config,
@@ -157,6 +171,41 @@ impl Dispatcher {
         }
     }
 
+    /// The deliveries that failed for good, oldest first.
+    pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, String> {
+        self.inner
+            .dead
+            .list_dead_letters()
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Queues a dead letter for one more delivery (behind the task's other deliveries).
+    /// Returns whether the letter existed.
+    pub async fn redrive(&self, id: &str) -> Result<bool, String> {
+        let Some(letter) = self
+            .inner
+            .dead
+            .take_dead_letter(id)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(false);
+        };
+        let inner = self.inner.clone();
+        let mut chains = self.inner.chains.lock();
+        let task_id = letter.task_id.clone();
+        let previous = chains.remove(&task_id);
+        let job = tokio::spawn(async move {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            inner.redeliver(letter).await;
+        });
+        chains.insert(task_id, job);
+        Ok(true)
+    }
+
     /// Waits for queued deliveries, at most `grace`. Returns whether all finished.
     pub async fn drain(&self, grace: Duration) -> bool {
         let jobs: Vec<JoinHandle<()>> = self
@@ -207,13 +256,10 @@ impl Inner {
                         secret = Some(self.signing_secret(task_id).await);
                     }
                     if let Some(body) = self.body(&live, &event).await {
-                        self.deliver(
-                            &live,
-                            &event,
-                            body,
-                            secret.as_ref().and_then(|s| s.as_deref()),
-                        )
-                        .await;
+                        let signing = secret.as_ref().and_then(|s| s.as_deref());
+                        if let Err(failure) = self.deliver(&live, &event, body, signing).await {
+                            self.bury(&event, &config_id, failure).await;
+                        }
                     }
                     cursor = event.seq;
                     if let Err(e) = self
@@ -225,6 +271,55 @@ impl Inner {
                     }
                 }
             }
+        }
+    }
+
+    /// Keeps a failed delivery in the dead-letter list; the config's cursor moves on, so
+    /// one dead receiver does not hold back the task's later events.
+    async fn bury(&self, event: &StoredEvent, config_id: &str, failure: Failure) {
+        let letter = DeadLetter {
+            id: sb_protocol::new_id(),
+            task_id: event.task_id.clone(),
+            config_id: config_id.to_owned(),
+            seq: event.seq,
+            host: failure.host,
+            reason: failure.reason,
+            attempts: u32::try_from(failure.attempts).unwrap_or(u32::MAX),
+            failed_at: chrono::Utc::now(),
+        };
+        if let Err(e) = self.dead.put_dead_letter(letter).await {
+            tracing::error!(task_id = %event.task_id, seq = event.seq, error = %e, "cannot record a dead letter");
+        }
+    }
+
+    /// Delivers one stored event to one config again (a dead letter's re-drive).
+    async fn redeliver(&self, letter: DeadLetter) {
+        let event = match self
+            .tasks
+            .events_after(&letter.task_id, letter.seq.saturating_sub(1), 1)
+            .await
+        {
+            Ok(mut events) if events.first().is_some_and(|e| e.seq == letter.seq) => {
+                events.remove(0)
+            }
+            _ => {
+                tracing::warn!(task_id = %letter.task_id, seq = letter.seq, "the event of a re-driven delivery is gone");
+                return;
+            }
+        };
+        let Ok(Some(live)) = self
+            .configs
+            .get_push_config(&letter.task_id, &letter.config_id)
+            .await
+        else {
+            tracing::warn!(task_id = %letter.task_id, "the config of a re-driven delivery is gone");
+            return;
+        };
+        let secret = self.signing_secret(&letter.task_id).await;
+        if let Some(body) = self.body(&live, &event).await
+            && let Err(failure) = self.deliver(&live, &event, body, secret.as_deref()).await
+        {
+            self.bury(&event, &letter.config_id, failure).await;
         }
     }
 
@@ -356,7 +451,7 @@ impl Inner {
         event: &StoredEvent,
         body: Vec<u8>,
         secret: Option<&[u8]>,
-    ) {
+    ) -> Result<(), Failure> {
         let url = record.config.url.as_str();
         let host = reqwest::Url::parse(url)
             .ok()
@@ -371,7 +466,11 @@ impl Inner {
         // literal address never reaches the resolver.
         if let Err(reason) = self.config.policy.check_url(url) {
             tracing::warn!(task_id = %event.task_id, host, reason, "webhook target not allowed; not sent");
-            return;
+            return Err(Failure {
+                host,
+                reason: format!("target not allowed: {reason}"),
+                attempts: 0,
+            });
         }
         let attempts = self.config.retry_delays.len() + 1;
         for attempt in 1..=attempts {
@@ -380,7 +479,11 @@ impl Inner {
                 Ok(headers) => headers,
                 Err(reason) => {
                     tracing::error!(task_id = %event.task_id, host, reason, "webhook not sent");
-                    return;
+                    return Err(Failure {
+                        host,
+                        reason,
+                        attempts: attempt - 1,
+                    });
                 }
             };
             let (outcome, status) = self.attempt(url, headers.clone(), body.clone()).await;
@@ -388,55 +491,35 @@ impl Inner {
             match outcome {
                 Attempt::Delivered => {
                     tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, "webhook delivered");
-                    return;
+                    return Ok(());
                 }
                 Attempt::GiveUp(reason) => {
                     tracing::warn!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook refused; not retried");
-                    return;
+                    return Err(Failure {
+                        host,
+                        reason,
+                        attempts: attempt,
+                    });
                 }
                 Attempt::Retry { reason, after } => {
                     tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook attempt failed");
                     let Some(delay) = self.config.retry_delays.get(attempt - 1) else {
-                        break;
+                        tracing::error!(task_id = %event.task_id, seq = event.seq, state, host, attempts, "webhook delivery failed after every retry");
+                        return Err(Failure {
+                            host,
+                            reason,
+                            attempts: attempt,
+                        });
                     };
                     tokio::time::sleep(after.unwrap_or_default().max(jittered(*delay))).await;
                 }
             }
         }
-        tracing::error!(task_id = %event.task_id, seq = event.seq, state, host, attempts, "webhook delivery failed after every retry");
-    }
-}
-
-/// The Standard Webhooks signature: `v1,` + base64 of HMAC-SHA256 over
-/// `{id}.{timestamp}.{body}`.
-pub fn sign(secret: &[u8], webhook_id: &str, timestamp: &str, body: &[u8]) -> String {
-    use base64::Engine;
-    use hmac::{KeyInit, Mac};
-    // HMAC takes keys of any length, so the error arm cannot be reached.
-    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret) else {
-        return String::new();
-    };
-    mac.update(webhook_id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    format!(
-        "v1,{}",
-        base64::engine::general_purpose::STANDARD.encode(digest)
-    )
-}
-
-/// Reads a signing secret: `whsec_<base64>` (the Standard Webhooks form) or raw text.
-pub fn parse_secret(text: &str) -> Result<Vec<u8>, String> {
-    use base64::Engine;
-    match text.strip_prefix("whsec_") {
-        Some(encoded) => base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .map_err(|_| "a whsec_ secret must be base64 after the prefix".to_owned()),
-        None if text.len() >= 16 => Ok(text.as_bytes().to_vec()),
-        None => Err("a webhook signing secret needs at least 16 characters".into()),
+        Err(Failure {
+            host,
+            reason: "no attempt was made".into(),
+            attempts: 0,
+        })
     }
 }
 
@@ -448,17 +531,6 @@ fn jittered(delay: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signature_matches_the_standard_webhooks_vector() {
-        // The Standard Webhooks reference test vector.
-        let secret = parse_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
-        let body = br#"{"test": 2432232314}"#;
-        let signature = sign(&secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body);
-        assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
-        assert!(parse_secret("short").is_err());
-        assert!(parse_secret("whsec_***").is_err());
-    }
 
     #[test]
     fn jitter_stays_within_bounds() {

@@ -9,9 +9,13 @@
 //! - [`dispatcher`]: [`Dispatcher`], which takes each committed event off the bus and
 //!   delivers it to the task's configs, in order per task, with retries and backoff.
 //! - [`ssrf`]: the address policy and the resolver that enforces it at connect time.
+//! - [`signing`]: Standard Webhooks signatures.
+//! - [`admin`]: the operator's HTTP endpoints for dead letters (list, re-drive).
 
+pub mod admin;
 pub mod configs;
 pub mod dispatcher;
+pub mod signing;
 pub mod ssrf;
 
 pub use configs::*;

@@ -66,6 +66,7 @@ async fn start_receiver() -> (Receiver, String) {
 }
 
 struct World {
+    dispatcher: Dispatcher,
     store: Arc<MemoryStore>,
     tasks: Arc<LocalTaskService>,
     push: LocalPushConfigs,
@@ -84,9 +85,10 @@ fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         policy,
         signing_secrets: [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
     };
-    let dispatcher = Dispatcher::new(store.clone(), store.clone(), config).unwrap();
+    let dispatcher = Dispatcher::new(store.clone(), store.clone(), store.clone(), config).unwrap();
     dispatcher.spawn(&*bus, CancellationToken::new());
     World {
+        dispatcher,
         store,
         tasks,
         push,
@@ -213,7 +215,7 @@ async fn delivers_each_event_in_order_with_auth_and_ids() {
     // The receiver can verify the Standard Webhooks signature over id, timestamp and body.
     let headers = &v1[0].1;
     let body = serde_json::to_vec(&v1[0].2).unwrap();
-    let expected = sb_webhooks::dispatcher::sign(
+    let expected = sb_webhooks::signing::sign(
         SECRET.as_bytes(),
         headers["webhook-id"].to_str().unwrap(),
         headers["webhook-timestamp"].to_str().unwrap(),
@@ -270,7 +272,7 @@ async fn retries_until_accepted_then_delivers_once_signed() {
     );
     let (_, headers, body) = &seen[2];
     assert_eq!(headers["authorization"], "Bearer cred");
-    let expected = sb_webhooks::dispatcher::sign(
+    let expected = sb_webhooks::signing::sign(
         SECRET.as_bytes(),
         headers["webhook-id"].to_str().unwrap(),
         headers["webhook-timestamp"].to_str().unwrap(),
@@ -364,4 +366,99 @@ async fn private_targets_are_refused_at_send_time_too() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(rx.seen.lock().is_empty());
+}
+
+/// A delivery that fails for good lands in the dead-letter list, which an operator can
+/// read and re-drive through the admin endpoints (and nobody else can).
+#[tokio::test]
+async fn dead_letters_are_listed_and_redriven() {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let (rx, base) = start_receiver().await;
+    let w = world(AddressPolicy::parse("127.0.0.1").unwrap(), vec![]);
+    rx.script.lock().push(410);
+    let task_id = new_task(&w).await;
+    w.push
+        .create(
+            &w.scope,
+            config(&task_id, format!("{base}/d")),
+            Version::V1_0,
+        )
+        .await
+        .unwrap();
+    w.tasks
+        .update(&task_id, status(TaskState::Working))
+        .await
+        .unwrap();
+    wait_for(&rx, 1).await;
+    let admin = sb_webhooks::admin::admin_router(w.dispatcher.clone(), "admin-secret");
+    let request = |method: &str, path: &str, token: Option<&str>| {
+        let mut b = axum::http::Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let mut letters = Value::Null;
+    for _ in 0..50 {
+        let response = admin
+            .clone()
+            .oneshot(request("GET", "/admin/dead-letters", Some("admin-secret")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        letters = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes())
+            .unwrap();
+        if !letters["deadLetters"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let letter = &letters["deadLetters"][0];
+    assert_eq!(letter["seq"], 2);
+    assert_eq!(letter["host"], "127.0.0.1");
+    assert!(
+        letter["reason"].as_str().unwrap().contains("410"),
+        "{letter}"
+    );
+    let id = letter["id"].as_str().unwrap().to_owned();
+
+    let denied = admin
+        .clone()
+        .oneshot(request("GET", "/admin/dead-letters", Some("guess")))
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), StatusCode::UNAUTHORIZED);
+    let redrive = admin
+        .clone()
+        .oneshot(request(
+            "POST",
+            &format!("/admin/dead-letters/{id}/redrive"),
+            Some("admin-secret"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(redrive.status(), StatusCode::ACCEPTED);
+    let seen = wait_for(&rx, 2).await;
+    assert_eq!(
+        seen[1].1["webhook-id"],
+        format!("{task_id}:2"),
+        "the same event, delivered this time"
+    );
+    let again = admin
+        .clone()
+        .oneshot(request(
+            "POST",
+            &format!("/admin/dead-letters/{id}/redrive"),
+            Some("admin-secret"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.status(),
+        StatusCode::NOT_FOUND,
+        "a re-driven letter leaves the list"
+    );
 }

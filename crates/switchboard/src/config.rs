@@ -40,6 +40,8 @@ pub struct Config {
     pub max_streams_per_principal: usize,
     /// Unfinished tasks one principal may have per agent.
     pub max_tasks_in_flight_per_principal: usize,
+    /// Bearer token of the admin endpoints (`/admin/…`); they are off without one.
+    pub admin_token: Option<String>,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -125,6 +127,7 @@ impl Default for Config {
             stall_timeout_secs: 900,
             max_streams_per_principal: 10_000,
             max_tasks_in_flight_per_principal: 10_000,
+            admin_token: None,
             agents: default_agents(),
         }
     }
@@ -170,6 +173,7 @@ pub struct Overrides {
     pub webhook_allow: Vec<String>,
     /// Added to the configured `PRINCIPAL=TOKEN` bearer tokens.
     pub auth_tokens: Vec<String>,
+    pub admin_token: Option<String>,
 }
 
 /// Builds the configuration from an optional TOML document and the overrides, and
@@ -199,6 +203,9 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
     }
     config.webhook_allow.extend(overrides.webhook_allow);
     config.auth_tokens.extend(overrides.auth_tokens);
+    if overrides.admin_token.is_some() {
+        config.admin_token = overrides.admin_token;
+    }
     validate(&config)?;
     Ok(config)
 }
@@ -255,7 +262,7 @@ fn validate(config: &Config) -> Result<(), String> {
             validate_auth(&agent.name, auth)?;
         }
         if let Some(secret) = &agent.webhook_secret {
-            sb_webhooks::dispatcher::parse_secret(secret)
+            sb_webhooks::signing::parse_secret(secret)
                 .map_err(|e| format!("agent \"{}\": {e}", agent.name))?;
         }
     }
@@ -275,6 +282,11 @@ fn validate(config: &Config) -> Result<(), String> {
         if value == 0 {
             return Err(format!("{name} must be positive"));
         }
+    }
+    if let Some(token) = &config.admin_token
+        && (token.len() < 16 || token.contains(char::is_whitespace))
+    {
+        return Err("admin_token needs at least 16 characters and no spaces".into());
     }
     if config.webhook_timeout_ms == 0 {
         return Err("webhook_timeout_ms must be positive".into());

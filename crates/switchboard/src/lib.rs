@@ -21,7 +21,9 @@ use sb_fanout::LocalFanout;
 use sb_gateway::AppState;
 use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
 use sb_registry::{HostedAgent, StaticRegistry};
-use sb_store::{EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore};
+use sb_store::{
+    DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore,
+};
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
 use sb_webhooks::{AddressPolicy, Dispatcher, DispatcherConfig, LocalPushConfigs};
 use tokio::net::TcpListener;
@@ -90,6 +92,9 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     auth_tokens: Vec<String>,
+    /// Enables the admin endpoints (`/admin/…`, e.g. dead letters) for this bearer token.
+    #[arg(long, env = "SWITCHBOARD_ADMIN_TOKEN")]
+    admin_token: Option<String>,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -125,6 +130,7 @@ pub fn main() -> ExitCode {
         default_agent: args.default_agent,
         webhook_allow: args.webhook_allow,
         auth_tokens: args.auth_tokens,
+        admin_token: args.admin_token,
     };
     let config = match config::load(file.as_deref(), overrides) {
         Ok(config) => config,
@@ -292,6 +298,13 @@ fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
     }
 }
 
+/// The backend seen through each storage trait (one object in practice).
+type Stores = (
+    Arc<dyn TaskStore>,
+    Arc<dyn PushConfigStore>,
+    Arc<dyn DeadLetterStore>,
+);
+
 /// Runs every service in this process on `listener` until `shutdown` completes, then
 /// drains streams and agent runs.
 pub async fn serve(
@@ -299,15 +312,14 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (tasks_store, push_store): (Arc<dyn TaskStore>, Arc<dyn PushConfigStore>) = if config.memory
-    {
+    let (tasks_store, push_store, dead_store): Stores = if config.memory {
         let store = Arc::new(MemoryStore::new());
-        (store.clone(), store)
+        (store.clone(), store.clone(), store)
     } else {
         let path = config.data_dir.join("switchboard.redb");
         let store = Arc::new(RedbStore::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?);
         tracing::info!(path = %path.display(), "embedded store opened");
-        (store.clone(), store)
+        (store.clone(), store.clone(), store)
     };
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
     let task_service = Arc::new(
@@ -367,13 +379,18 @@ pub async fn serve(
             .iter()
             .filter_map(|a| {
                 let secret = a.webhook_secret.as_deref()?;
-                let key = sb_webhooks::dispatcher::parse_secret(secret).ok()?;
+                let key = sb_webhooks::signing::parse_secret(secret).ok()?;
                 Some((a.name.clone(), key))
             })
             .collect(),
     };
-    let dispatcher = Dispatcher::new(push_store.clone(), tasks_store.clone(), dispatcher_config)
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let dispatcher = Dispatcher::new(
+        push_store.clone(),
+        dead_store,
+        tasks_store.clone(),
+        dispatcher_config,
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
     let registry = Arc::new(StaticRegistry::new(
         &config.public_url(),
         &hosted,
@@ -396,7 +413,10 @@ pub async fn serve(
         auth: Arc::new(auths),
         streams: sb_gateway::limits::StreamLimits::new(config.max_streams_per_principal),
     };
-    let app = sb_gateway::router(state);
+    let mut app = sb_gateway::router(state);
+    if let Some(token) = &config.admin_token {
+        app = app.merge(sb_webhooks::admin::admin_router(dispatcher.clone(), token));
+    }
     let dispatching = dispatcher.spawn(&*bus, stop.clone());
     let deadlines = DeadlineConfig {
         terminal_ttl: Duration::from_secs(config.task_ttl_secs),

@@ -1,0 +1,88 @@
+//! The operator's endpoints for failed deliveries, behind an admin token:
+//! `GET /admin/dead-letters` lists them, `POST /admin/dead-letters/{id}/redrive` queues
+//! one for another delivery.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+use crate::Dispatcher;
+
+#[derive(Clone, Debug)]
+struct Admin {
+    dispatcher: Dispatcher,
+    token: Arc<str>,
+}
+
+/// The admin routes; every request needs `Authorization: Bearer <token>`.
+pub fn admin_router(dispatcher: Dispatcher, token: &str) -> Router {
+    let state = Admin {
+        dispatcher,
+        token: Arc::from(token),
+    };
+    Router::new()
+        .route("/admin/dead-letters", get(list))
+        .route("/admin/dead-letters/{id}/redrive", post(redrive))
+        .with_state(state)
+}
+
+fn authorized(admin: &Admin, headers: &HeaderMap) -> bool {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    bool::from(presented.as_bytes().ct_eq(admin.token.as_bytes()))
+}
+
+fn refused() -> Response {
+    let body = json!({"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "the admin endpoints need Authorization: Bearer <admin token>"}});
+    (
+        StatusCode::UNAUTHORIZED,
+        [(
+            header::WWW_AUTHENTICATE,
+            "Bearer realm=\"switchboard-admin\"",
+        )],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+fn internal(message: String) -> Response {
+    let body = json!({"error": {"code": 500, "status": "INTERNAL", "message": message}});
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+}
+
+async fn list(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if !authorized(&admin, &headers) {
+        return refused();
+    }
+    match admin.dispatcher.dead_letters().await {
+        Ok(letters) => axum::Json(json!({"deadLetters": letters})).into_response(),
+        Err(e) => internal(e),
+    }
+}
+
+async fn redrive(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if !authorized(&admin, &headers) {
+        return refused();
+    }
+    match admin.dispatcher.redrive(&id).await {
+        Ok(true) => (StatusCode::ACCEPTED, axum::Json(json!({"redriven": id}))).into_response(),
+        Ok(false) => {
+            let body = json!({"error": {"code": 404, "status": "NOT_FOUND", "message": format!("no dead letter {id}")}});
+            (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
+        }
+        Err(e) => internal(e),
+    }
+}
