@@ -10,6 +10,8 @@ use axum::http::HeaderMap;
 use sb_protocol::card::SecurityScheme;
 use subtle::ConstantTimeEq;
 
+use crate::jwt::JwtVerifier;
+
 /// Security schemes by name, as the card lists them.
 pub type SecuritySchemes = BTreeMap<String, SecurityScheme>;
 /// Scheme names (each with its scopes) that together satisfy a requirement.
@@ -31,11 +33,13 @@ pub struct ApiKeys {
 
 /// How an agent authenticates callers. Empty (the default) means no authentication:
 /// every caller is the anonymous principal "".
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct AgentAuth {
     /// `Authorization: Bearer <token>` with static tokens.
     pub bearer_tokens: Vec<Credential>,
     pub api_keys: Option<ApiKeys>,
+    /// `Authorization: Bearer <JWT>` verified against a key set.
+    pub jwt: Option<JwtVerifier>,
 }
 
 /// The outcome of authenticating one request.
@@ -64,6 +68,7 @@ pub struct Refusal {
 
 const BEARER_SCHEME: &str = "bearer";
 const API_KEY_SCHEME: &str = "apiKey";
+const JWT_SCHEME: &str = "jwt";
 
 fn find<'a>(credentials: &'a [Credential], presented: &str) -> Option<&'a Credential> {
     // Check every credential (no early exit) so timing does not tell which one matched.
@@ -78,7 +83,7 @@ fn find<'a>(credentials: &'a [Credential], presented: &str) -> Option<&'a Creden
 
 impl AgentAuth {
     pub fn is_enabled(&self) -> bool {
-        !self.bearer_tokens.is_empty() || self.api_keys.is_some()
+        !self.bearer_tokens.is_empty() || self.api_keys.is_some() || self.jwt.is_some()
     }
 
     /// Identifies the caller, or refuses the request.
@@ -104,8 +109,17 @@ impl AgentAuth {
                 .split_once(' ')
                 .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
                 .map(|(_, token)| token.trim());
-            return match token.and_then(|t| find(&self.bearer_tokens, t)) {
-                Some(c) => Ok(Caller::Principal(c.principal.clone())),
+            let Some(token) = token else {
+                return Err(self.refusal("only Bearer credentials are accepted in Authorization"));
+            };
+            if let Some(c) = find(&self.bearer_tokens, token) {
+                return Ok(Caller::Principal(c.principal.clone()));
+            }
+            return match &self.jwt {
+                Some(jwt) => jwt
+                    .verify(token)
+                    .map(Caller::Principal)
+                    .map_err(|reason| self.refusal(&reason)),
                 None => Err(self.refusal("the bearer token is not valid")),
             };
         }
@@ -114,7 +128,7 @@ impl AgentAuth {
 
     fn refusal(&self, message: &str) -> Refusal {
         let mut challenges = Vec::new();
-        if !self.bearer_tokens.is_empty() {
+        if !self.bearer_tokens.is_empty() || self.jwt.is_some() {
             challenges.push("Bearer realm=\"switchboard\"".to_owned());
         }
         if let Some(api) = &self.api_keys {
@@ -123,8 +137,9 @@ impl AgentAuth {
                 api.header
             ));
         }
+        let bearer = !self.bearer_tokens.is_empty() || self.jwt.is_some();
         let hint = match &self.api_keys {
-            Some(api) if !self.bearer_tokens.is_empty() => format!(
+            Some(api) if bearer => format!(
                 "send Authorization: Bearer <token> or {}: <key>",
                 api.header
             ),
@@ -151,6 +166,17 @@ impl AgentAuth {
                 },
             );
             requirements.push(BTreeMap::from([(BEARER_SCHEME.to_owned(), Vec::new())]));
+        }
+        if self.jwt.is_some() {
+            schemes.insert(
+                JWT_SCHEME.to_owned(),
+                SecurityScheme::HttpAuthSecurityScheme {
+                    description: Some("a JWT signed by a key of the operator's key set".into()),
+                    scheme: "Bearer".into(),
+                    bearer_format: Some("JWT".into()),
+                },
+            );
+            requirements.push(BTreeMap::from([(JWT_SCHEME.to_owned(), Vec::new())]));
         }
         if let Some(api) = &self.api_keys {
             schemes.insert(
@@ -184,6 +210,7 @@ mod tests {
                     secret: "key-b".into(),
                 }],
             }),
+            jwt: None,
         }
     }
 

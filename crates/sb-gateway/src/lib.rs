@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod cards;
 pub mod jsonrpc;
+pub mod jwt;
 pub mod limits;
 pub mod ops;
 pub mod rest;

@@ -575,6 +575,7 @@ async fn principals_only_see_their_own_tasks() {
             },
         ],
         api_keys: None,
+        jwt: None,
     };
     let app = app_with_auth(BTreeMap::from([("echo".to_owned(), auth)]));
     let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("a-1", "secret")}}).to_string();

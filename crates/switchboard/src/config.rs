@@ -78,6 +78,28 @@ pub struct AuthConfig {
     /// API keys in one header.
     #[serde(default)]
     pub api_keys: Option<ApiKeyConfig>,
+    /// JWT bearer tokens verified against a key set.
+    #[serde(default)]
+    pub jwt: Option<JwtConfig>,
+}
+
+/// Where a JWT's keys come from and what the token must say.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// A JWKS document on disk (read at startup).
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// A JWKS URL (fetched at startup and every few minutes, for key rotation).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The claim naming the principal (default `sub`).
+    #[serde(default)]
+    pub principal_claim: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -339,6 +361,13 @@ fn validate_auth(agent: &str, auth: &AuthConfig) -> Result<(), String> {
                 "agent \"{agent}\": every credential needs a principal and a secret without spaces"
             ));
         }
+    }
+    if let Some(jwt) = &auth.jwt
+        && jwt.jwks_file.is_some() == jwt.jwks_url.is_some()
+    {
+        return Err(format!(
+            "agent \"{agent}\": auth.jwt needs exactly one of jwks_file and jwks_url"
+        ));
     }
     if let Some(api) = &auth.api_keys
         && axum::http::HeaderName::from_bytes(api.header.as_bytes()).is_err()

@@ -20,6 +20,7 @@ use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
 use sb_gateway::AppState;
 use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
+use sb_gateway::jwt::{JwksSource, JwtVerifier};
 use sb_registry::{HostedAgent, StaticRegistry};
 use sb_store::{
     DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore,
@@ -239,7 +240,12 @@ async fn shutdown_signal() {
 }
 
 /// The agent's authentication: its own credentials plus the global `--auth-token`s.
-fn build_auth(config: &Config, agent: &AgentConfig) -> anyhow::Result<AgentAuth> {
+/// A JWKS URL is fetched now and refreshed in the background until `stop`.
+async fn build_auth(
+    config: &Config,
+    agent: &AgentConfig,
+    stop: &CancellationToken,
+) -> anyhow::Result<AgentAuth> {
     let mut auth = AgentAuth::default();
     for entry in &config.auth_tokens {
         let (principal, secret) = config::parse_token(entry).map_err(|e| anyhow::anyhow!(e))?;
@@ -263,8 +269,41 @@ fn build_auth(config: &Config, agent: &AgentConfig) -> anyhow::Result<AgentAuth>
                 })
                 .collect(),
         });
+        if let Some(jwt) = &own.jwt {
+            let source = match (&jwt.jwks_file, &jwt.jwks_url) {
+                (Some(file), _) => JwksSource::File(file.clone()),
+                (None, Some(url)) => JwksSource::Url(url.clone()),
+                (None, None) => anyhow::bail!("agent \"{}\": auth.jwt needs a key set", agent.name),
+            };
+            let verifier = JwtVerifier::load(
+                source,
+                jwt.issuer.clone(),
+                jwt.audience.clone(),
+                jwt.principal_claim.clone(),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("agent \"{}\": {e}", agent.name))?;
+            if matches!(verifier.source, JwksSource::Url(_)) {
+                tokio::spawn(refresh_jwks(verifier.clone(), stop.clone()));
+            }
+            auth.jwt = Some(verifier);
+        }
     }
     Ok(auth)
+}
+
+/// Fetches a JWKS URL again every few minutes (key rotation); a failed fetch keeps the
+/// keys it had.
+async fn refresh_jwks(verifier: JwtVerifier, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(sb_gateway::jwt::JWKS_REFRESH) => {}
+        }
+        if let Err(e) = verifier.refresh().await {
+            tracing::warn!(error = %e, "could not refresh the JWKS; keeping the previous keys");
+        }
+    }
 }
 
 /// The card entry of the stream-resume extension (docs/extensions.md).
@@ -336,13 +375,14 @@ pub async fn serve(
             "failed tasks left running by the previous process"
         );
     }
+    let stop = CancellationToken::new();
     let mut agents = BTreeMap::new();
     let mut hosted = Vec::new();
     let mut auths = BTreeMap::new();
     for agent_config in &config.agents {
         let agent = build_agent(agent_config);
         let descriptor = agent.describe();
-        let auth = build_auth(&config, agent_config)?;
+        let auth = build_auth(&config, agent_config, &stop).await?;
         let (security_schemes, security_requirements) = auth.card_security();
         hosted.push(HostedAgent {
             name: agent_config.name.clone(),
@@ -397,7 +437,6 @@ pub async fn serve(
         config.default_agent.as_deref(),
     ));
     let host = AgentHost::new(agents, task_service.clone(), bus.clone());
-    let stop = CancellationToken::new();
     let state = AppState {
         tasks: task_service.clone(),
         fanout: Arc::new(LocalFanout::new(task_service.clone(), bus.clone())),

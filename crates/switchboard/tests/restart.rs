@@ -484,3 +484,71 @@ async fn queued_deliveries_survive_kill_9() {
         "TASK_STATE_COMPLETED"
     );
 }
+
+/// JWT bearer auth from a JWKS file: a signed token is accepted and names the principal,
+/// anything else gets 401, and the card declares the scheme.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_from_a_jwks_file() {
+    use base64::Engine;
+    use jsonwebtoken::{EncodingKey, Header, encode};
+
+    let secret = b"jwt-test-key-of-thirty-two-bytes";
+    let dir = tempfile::tempdir().unwrap();
+    let k = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret);
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(
+        &jwks,
+        json!({"keys": [{"kty": "oct", "kid": "main", "alg": "HS256", "k": k}]}).to_string(),
+    )
+    .unwrap();
+    let config = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "default_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n[agents.auth.jwt]\njwks_file = {:?}\nissuer = \"https://idp.test\"\n",
+            jwks.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with(dir.path(), &["--config", config.to_str().unwrap()]).await;
+    let card: Value = reqwest::get(format!(
+        "{}/agents/echo/.well-known/agent-card.json",
+        server.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        card["securitySchemes"]["jwt"]["httpAuthSecurityScheme"]["bearerFormat"],
+        "JWT"
+    );
+
+    let claims = json!({"sub": "carol", "iss": "https://idp.test", "exp": jsonwebtoken::get_current_timestamp() + 600});
+    let header = Header {
+        kid: Some("main".into()),
+        ..Header::new(jsonwebtoken::Algorithm::HS256)
+    };
+    let token = encode(&header, &claims, &EncodingKey::from_secret(secret)).unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let call = |bearer: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/agents/echo/a2a", server.base))
+            .header("A2A-Version", "1.0")
+            .json(&body);
+        if let Some(b) = bearer {
+            request = request.bearer_auth(b);
+        }
+        request.send()
+    };
+    assert_eq!(call(Some(token)).await.unwrap().status(), 200);
+    assert_eq!(call(None).await.unwrap().status(), 401);
+    let forged = encode(
+        &header,
+        &claims,
+        &EncodingKey::from_secret(b"some-other-key-some-other-key-!!"),
+    )
+    .unwrap();
+    assert_eq!(call(Some(forged)).await.unwrap().status(), 401);
+}
