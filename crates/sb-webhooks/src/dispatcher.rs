@@ -439,8 +439,7 @@ impl Inner {
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs)
+            .and_then(retry_after)
             .filter(|d| *d <= MAX_RETRY_AFTER);
         (Attempt::Retry { reason, after }, code)
     }
@@ -523,6 +522,18 @@ impl Inner {
     }
 }
 
+/// Reads `Retry-After`: delay-seconds or an HTTP date (RFC 9110 §10.2.3).
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    (when.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .ok()
+}
+
 /// The delay, spread by ±20% so receivers that failed together do not retry together.
 fn jittered(delay: Duration) -> Duration {
     delay.mul_f64(0.8 + 0.4 * fastrand::f64())
@@ -531,6 +542,25 @@ fn jittered(delay: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        assert_eq!(retry_after(" 7 "), Some(Duration::from_secs(7)));
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(30))
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        let parsed = retry_after(&soon).unwrap();
+        assert!(
+            parsed > Duration::from_secs(25) && parsed <= Duration::from_secs(30),
+            "{parsed:?}"
+        );
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            None,
+            "a past date means no extra wait"
+        );
+        assert_eq!(retry_after("soon"), None);
+    }
 
     #[test]
     fn jitter_stays_within_bounds() {
