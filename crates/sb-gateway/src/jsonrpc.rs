@@ -278,11 +278,8 @@ async fn stream(
             Err(e) => Err(e),
         },
     };
-    // Claimed before the first byte, so a caller over the limit gets a plain error.
-    let frames = frames.and_then(|(frames, resumed)| {
-        let slot = state.streams.open(scope)?;
-        Ok((crate::limits::hold(frames, slot), resumed))
-    });
+    let frames = frames
+        .and_then(|(frames, resumed)| Ok((crate::limits::claim(state, scope, frames)?, resumed)));
     match frames {
         Ok((frames, resumed)) => {
             wire::resumable_sse(req, frames, resumed, state.shutdown.clone(), render)

@@ -78,6 +78,17 @@ impl Drop for StreamSlot {
     }
 }
 
+/// Claims one of the caller's stream slots for `frames`, before the first byte is sent,
+/// so a caller over the limit gets a plain error response.
+pub fn claim(
+    state: &crate::AppState,
+    scope: &Scope,
+    frames: FrameStream,
+) -> Result<FrameStream, A2AError> {
+    let slot = state.streams.open(scope)?;
+    Ok(hold(frames, slot))
+}
+
 /// Keeps `slot` claimed for as long as `frames` is alive.
 pub fn hold(frames: FrameStream, slot: StreamSlot) -> FrameStream {
     frames

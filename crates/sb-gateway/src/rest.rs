@@ -254,11 +254,8 @@ async fn stream(
         }
         _ => Err(method_not_allowed(req)),
     };
-    // Claimed before the first byte, so a caller over the limit gets a plain error.
-    let frames = frames.and_then(|(frames, resumed)| {
-        let slot = state.streams.open(scope)?;
-        Ok((crate::limits::hold(frames, slot), resumed))
-    });
+    let frames = frames
+        .and_then(|(frames, resumed)| Ok((crate::limits::claim(state, scope, frames)?, resumed)));
     match frames {
         Ok((frames, resumed)) => {
             wire::resumable_sse(req, frames, resumed, state.shutdown.clone(), render)

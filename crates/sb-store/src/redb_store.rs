@@ -94,6 +94,20 @@ impl RedbStore {
     }
 }
 
+/// Every value of a table, decoded.
+fn decode_all<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
+    txn: &redb::ReadTransaction,
+    table: TableDefinition<'_, K, &[u8]>,
+) -> StoreResult<Vec<T>> {
+    let table = txn.open_table(table).map_err(StoreError::backend)?;
+    let mut out = Vec::new();
+    for entry in table.iter().map_err(StoreError::backend)? {
+        let (_, bytes) = entry.map_err(StoreError::backend)?;
+        out.push(decode(bytes.value())?);
+    }
+    Ok(out)
+}
+
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Backend(format!("corrupt record: {e}")))
 }
@@ -341,16 +355,7 @@ impl TaskStore for RedbStore {
     }
 
     async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
-        self.read(|txn| {
-            let table = txn.open_table(TASKS).map_err(StoreError::backend)?;
-            let mut out = Vec::new();
-            for entry in table.iter().map_err(StoreError::backend)? {
-                let (_, bytes) = entry.map_err(StoreError::backend)?;
-                out.push(decode(bytes.value())?);
-            }
-            Ok(out)
-        })
-        .await
+        self.read(|txn| decode_all(txn, TASKS)).await
     }
 
     async fn delete(&self, task_id: &str) -> StoreResult<bool> {
@@ -407,16 +412,7 @@ impl PushConfigStore for RedbStore {
     }
 
     async fn list_all_push_configs(&self) -> StoreResult<Vec<PushConfigRecord>> {
-        self.read(|txn| {
-            let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
-            let mut out = Vec::new();
-            for entry in table.iter().map_err(StoreError::backend)? {
-                let (_, bytes) = entry.map_err(StoreError::backend)?;
-                out.push(decode(bytes.value())?);
-            }
-            Ok(out)
-        })
-        .await
+        self.read(|txn| decode_all(txn, PUSH)).await
     }
 
     async fn advance_push_cursor(
@@ -457,18 +453,8 @@ impl DeadLetterStore for RedbStore {
     }
 
     async fn list_dead_letters(&self) -> StoreResult<Vec<DeadLetter>> {
-        let mut letters: Vec<DeadLetter> = self
-            .read(|txn| {
-                let table = txn.open_table(DEAD).map_err(StoreError::backend)?;
-                let mut out = Vec::new();
-                for entry in table.iter().map_err(StoreError::backend)? {
-                    let (_, bytes) = entry.map_err(StoreError::backend)?;
-                    out.push(decode(bytes.value())?);
-                }
-                Ok(out)
-            })
-            .await?;
-        letters.sort_by_key(|l: &DeadLetter| l.failed_at);
+        let mut letters: Vec<DeadLetter> = self.read(|txn| decode_all(txn, DEAD)).await?;
+        letters.sort_by_key(|l| l.failed_at);
         Ok(letters)
     }
 
