@@ -1,0 +1,218 @@
+//! The command line: `switchboard serve` (the default) and `switchboard health`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use crate::config::{self, Overrides};
+use crate::serve::serve;
+
+/// `EX_USAGE`: the configuration or the command line is wrong.
+const EXIT_USAGE: u8 = 64;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A horizontally scalable runtime for the A2A protocol"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve A2A (all services in one process, embedded durable store).
+    Serve(ServeArgs),
+    /// Exit 0 if a switchboard answers `GET /healthz` at ADDR (for container health
+    /// checks, where no curl exists).
+    Health {
+        #[arg(default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+    },
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "SWITCHBOARD_LISTEN")]
+    listen: Option<std::net::SocketAddr>,
+    /// Directory of the embedded store.
+    #[arg(long, env = "SWITCHBOARD_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Keep everything in memory (nothing survives a restart).
+    #[arg(long, env = "SWITCHBOARD_MEMORY")]
+    memory: bool,
+    /// TOML configuration file.
+    #[arg(long, env = "SWITCHBOARD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Base URL clients reach this server at (written into the agent cards).
+    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// The agent also served at the root ("" for none).
+    #[arg(long, env = "SWITCHBOARD_DEFAULT_AGENT")]
+    default_agent: Option<String>,
+    /// Trust these webhook targets beyond the public internet (CIDRs, addresses, host
+    /// names; comma-separated or repeated), e.g. `127.0.0.1/32` for a local receiver.
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_ALLOW", value_delimiter = ',')]
+    webhook_allow: Vec<String>,
+    /// Require `Authorization: Bearer TOKEN` on every hosted agent, as PRINCIPAL=TOKEN
+    /// (repeatable, or comma-separated in the environment).
+    #[arg(
+        long = "auth-token",
+        env = "SWITCHBOARD_AUTH_TOKENS",
+        value_delimiter = ','
+    )]
+    auth_tokens: Vec<String>,
+    /// Enables the admin endpoints (`/admin/…`, e.g. dead letters) for this bearer token.
+    #[arg(long, env = "SWITCHBOARD_ADMIN_TOKEN")]
+    admin_token: Option<String>,
+    /// Only check the configuration: print what is wrong (exit 64) or "config ok".
+    #[arg(long)]
+    check: bool,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Serve(args)) => args,
+        Some(Command::Health { addr }) => return health(addr),
+        None => ServeArgs::default_from_env(),
+    };
+    let file = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!(
+                    "switchboard: cannot read config file {}: {e}",
+                    path.display()
+                );
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    let overrides = Overrides {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        memory: args.memory,
+        public_url: args.public_url,
+        max_body_bytes: args.max_body_bytes,
+        default_agent: args.default_agent,
+        webhook_allow: args.webhook_allow,
+        auth_tokens: args.auth_tokens,
+        admin_token: args.admin_token,
+    };
+    let config = match config::load(file.as_deref(), overrides) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("switchboard: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if args.check {
+        println!(
+            "config ok: {} agent(s), listening on {}",
+            config.agents.len(),
+            config.listen
+        );
+        return ExitCode::SUCCESS;
+    }
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        serve(config, listener, shutdown_signal()).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "switchboard stopped");
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl ServeArgs {
+    /// `switchboard` with no subcommand behaves like `switchboard serve`, still honouring
+    /// the `SWITCHBOARD_*` environment.
+    fn default_from_env() -> ServeArgs {
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        Wrapper::parse_from(["switchboard"]).args
+    }
+}
+
+fn health(addr: std::net::SocketAddr) -> ExitCode {
+    use std::io::{Read, Write};
+    let probe = || -> std::io::Result<bool> {
+        let timeout = Duration::from_secs(2);
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
+    };
+    match probe() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("switchboard at {addr} is not healthy");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("switchboard at {addr} did not answer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => drop(ctrl_c.await),
+        }
+    }
+    #[cfg(not(unix))]
+    drop(ctrl_c.await);
+}
