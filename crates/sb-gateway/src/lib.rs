@@ -116,10 +116,13 @@ async fn dispatch(
                 state.max_body_bytes
             ),
         );
-        return wire::json_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)}),
-        );
+        // JSON-RPC callers get a JSON-RPC error, REST callers a Status body.
+        let body = if path.ends_with("/a2a") || path.ends_with("/a2a/") || path == "/" {
+            json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)})
+        } else {
+            err.rest_body(Version::V1_0)
+        };
+        return wire::json_response(StatusCode::PAYLOAD_TOO_LARGE, &body);
     };
     let segments: Vec<&str> = path
         .trim_matches('/')

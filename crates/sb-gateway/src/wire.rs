@@ -141,10 +141,12 @@ pub fn resumable_sse(
         .map(|item| item.map(crate::ops::tag_with_seq))
         .boxed();
     let mut response = sse(tagged, shutdown, render);
-    response.headers_mut().insert(
-        "a2a-extensions",
-        HeaderValue::from_static(crate::ops::RESUME_EXTENSION),
-    );
+    // 1.0 clients read A2A-Extensions, 0.3 clients X-A2A-Extensions.
+    for name in ["a2a-extensions", "x-a2a-extensions"] {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(crate::ops::RESUME_EXTENSION));
+    }
     response
 }
 

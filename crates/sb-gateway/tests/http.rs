@@ -169,6 +169,18 @@ async fn oversized_bodies_get_413() {
     let (status, _, text) = call(&app, post("/a2a", Some("1.0"), &body.to_string())).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(text.contains("exceeds the limit"), "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        -32600
+    );
+    let rest_body = json!({"message": user_message("m", &big)}).to_string();
+    let (status, _, text) = call(&app, post("/message:send", Some("1.0"), &rest_body)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        413,
+        "REST gets a Status body"
+    );
 }
 
 #[tokio::test]
@@ -493,6 +505,10 @@ async fn last_event_id_resumes_without_gap_or_duplicate() {
     let (status, headers, text) = call(&app, subscribe_request(&path, Some("2"))).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["a2a-extensions"], sb_gateway::ops::RESUME_EXTENSION);
+    assert_eq!(
+        headers["x-a2a-extensions"],
+        sb_gateway::ops::RESUME_EXTENSION
+    );
     assert_eq!(sse_ids(&text), ["3", "4"], "{text}");
     assert!(
         text.contains(r#""seq":4"#),
