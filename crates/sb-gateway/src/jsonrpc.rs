@@ -10,18 +10,19 @@ use sb_protocol::*;
 use sb_tasks::Scope;
 use serde_json::{Map, Value};
 
-use crate::ops;
 use crate::wire::{self, Wire, json_response};
 use crate::{AppState, Request};
+use crate::{metrics, ops};
 
 const KIND: Dialect03 = Dialect03::KindJson;
 
 fn reply(id: &Value, result: Result<Value, A2AError>, version: Version) -> Response {
+    let outcome = metrics::outcome(&result);
     let body = match result {
         Ok(value) => jsonrpc::success(id, value),
         Err(err) => jsonrpc::failure(id, &err, version),
     };
-    json_response(StatusCode::OK, &body)
+    metrics::tag(json_response(StatusCode::OK, &body), "unknown", outcome)
 }
 
 /// Handles one JSON-RPC POST.
@@ -45,18 +46,22 @@ pub async fn handle(state: &AppState, scope: &Scope, req: Request) -> Response {
         );
         return reply(&rpc.id, Err(err), envelope_version);
     };
+    let name = format!("{op:?}");
     if let Err(err) = header_version {
-        return reply(&rpc.id, Err(err), version);
+        return metrics::name_operation(reply(&rpc.id, Err(err), version), &name);
     }
     let wire = match version {
         Version::V1_0 => Wire::V1,
         Version::V0_3 => Wire::V03(KIND),
     };
     if op.is_streaming() {
-        return stream(state, scope, &req, rpc.id, rpc.params, op, wire).await;
+        return metrics::name_operation(
+            stream(state, scope, &req, rpc.id, rpc.params, op, wire).await,
+            &name,
+        );
     }
     let result = unary(state, scope, rpc.params, op, wire).await;
-    reply(&rpc.id, result, version)
+    metrics::name_operation(reply(&rpc.id, result, version), &name)
 }
 
 /// Accepts `application/json` (and `application/a2a+json`); a missing header is taken as

@@ -17,6 +17,7 @@ pub mod cards;
 pub mod jsonrpc;
 pub mod jwt;
 pub mod limits;
+pub mod metrics;
 pub mod ops;
 pub mod rest;
 pub mod wire;
@@ -54,6 +55,7 @@ pub struct AppState {
     pub auth: Arc<std::collections::BTreeMap<String, auth::AgentAuth>>,
     /// Open streams per principal on this node.
     pub streams: Arc<limits::StreamLimits>,
+    pub metrics: Arc<metrics::GatewayMetrics>,
 }
 
 /// A request as the handlers see it, body already read within the size limit.
@@ -101,6 +103,33 @@ pub fn router(state: AppState) -> Router {
 
 async fn dispatch(
     State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let path = uri.path().trim_end_matches('/');
+    let binding = if path.ends_with("/.well-known/agent-card.json")
+        || path.ends_with("/.well-known/agent.json")
+    {
+        "card"
+    } else if method == Method::POST
+        && (path.is_empty()
+            || path.ends_with("/a2a")
+            || path.split('/').count() == 3 && path.starts_with("/agents/"))
+    {
+        "jsonrpc"
+    } else {
+        "rest"
+    };
+    let metrics = state.metrics.clone();
+    let response = route_request(state, method, uri, headers, body).await;
+    metrics.request(binding, response.extensions().get::<metrics::Tagged>());
+    response
+}
+
+async fn route_request(
+    state: AppState,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -159,7 +188,7 @@ async fn dispatch(
         )
     {
         return match card {
-            Some(entry) => cards::respond(entry, &req.headers),
+            Some(entry) => metrics::tag(cards::respond(entry, &req.headers), "GetAgentCard", "ok"),
             None => not_found(&path),
         };
     }

@@ -16,6 +16,8 @@ pub const DEFAULT_MAX_STREAMS: usize = 10_000;
 #[derive(Debug)]
 pub struct StreamLimits {
     max: usize,
+    /// Open streams of every caller, exported as a metric.
+    gauge: prometheus_client::metrics::gauge::Gauge,
     // A plain mutex: held for a counter update, never across an await.
     open: Mutex<HashMap<(String, String), usize>>,
 }
@@ -29,8 +31,17 @@ pub struct StreamSlot {
 
 impl StreamLimits {
     pub fn new(max: usize) -> Arc<StreamLimits> {
+        StreamLimits::with_gauge(max, Default::default())
+    }
+
+    /// Limits that also keep `gauge` at the number of open streams.
+    pub fn with_gauge(
+        max: usize,
+        gauge: prometheus_client::metrics::gauge::Gauge,
+    ) -> Arc<StreamLimits> {
         Arc::new(StreamLimits {
             max,
+            gauge,
             open: Mutex::new(HashMap::new()),
         })
     }
@@ -50,6 +61,7 @@ impl StreamLimits {
             ));
         }
         *count += 1;
+        self.gauge.inc();
         Ok(StreamSlot {
             limits: self.clone(),
             key,
@@ -68,6 +80,7 @@ impl StreamLimits {
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
+        self.limits.gauge.dec();
         let mut open = self.limits.open.lock();
         if let Some(count) = open.get_mut(&self.key) {
             *count -= 1;

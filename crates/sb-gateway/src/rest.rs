@@ -10,9 +10,9 @@ use sb_tasks::Scope;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{check_json_content_type, decode_send};
-use crate::ops;
 use crate::wire::{self, Wire, json_response};
 use crate::{AppState, Request};
+use crate::{metrics, ops};
 
 /// A REST route, parsed from the path segments after the agent's base.
 #[derive(Debug, PartialEq)]
@@ -26,6 +26,23 @@ enum Route {
     PushConfigs(String),
     PushConfig(String, String),
     ExtendedCard,
+}
+
+impl Route {
+    /// The A2A operation, for metrics.
+    fn operation(&self) -> &'static str {
+        match self {
+            Route::Send => "SendMessage",
+            Route::Stream => "SendStreamingMessage",
+            Route::List => "ListTasks",
+            Route::Get(_) => "GetTask",
+            Route::Cancel(_) => "CancelTask",
+            Route::Subscribe(_) => "SubscribeToTask",
+            Route::PushConfigs(_) => "PushConfigs",
+            Route::PushConfig(..) => "PushConfig",
+            Route::ExtendedCard => "GetExtendedAgentCard",
+        }
+    }
 }
 
 fn parse_route(segments: &[&str]) -> Option<Route> {
@@ -87,15 +104,21 @@ pub async fn handle(
         body["error"]["code"] = json!(StatusCode::UNSUPPORTED_MEDIA_TYPE.as_u16());
         return Some(json_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &body));
     }
+    let name = route.operation();
     let response = match route {
         Route::Stream | Route::Subscribe(_) => stream(state, scope, &req, route, wire).await,
-        route => match unary(state, scope, &req, route, wire).await {
-            Ok(Some(body)) => json_response(StatusCode::OK, &body),
-            Ok(None) => json_response(StatusCode::OK, &json!({})),
-            Err(err) => error_response(&err, version),
-        },
+        route => {
+            let result = unary(state, scope, &req, route, wire).await;
+            let outcome = metrics::outcome(&result);
+            let response = match result {
+                Ok(Some(body)) => json_response(StatusCode::OK, &body),
+                Ok(None) => json_response(StatusCode::OK, &json!({})),
+                Err(err) => error_response(&err, version),
+            };
+            metrics::tag(response, name, outcome)
+        }
     };
-    Some(response)
+    Some(metrics::name_operation(response, name))
 }
 
 fn method_not_allowed(req: &Request) -> A2AError {

@@ -120,7 +120,7 @@ pub fn sse(
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    crate::metrics::tag(response, "unknown", "stream")
 }
 
 /// An SSE stream under the resume extension: when the client activated it (or resumed

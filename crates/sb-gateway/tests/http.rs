@@ -69,6 +69,7 @@ fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
         max_body_bytes: 64 * 1024,
         auth: Arc::new(auth),
         streams: sb_gateway::limits::StreamLimits::new(2),
+        metrics: Default::default(),
     };
     router(state)
 }

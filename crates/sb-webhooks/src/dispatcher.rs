@@ -35,6 +35,46 @@ pub struct DispatcherConfig {
     pub policy: Arc<AddressPolicy>,
     /// Per agent: the key that signs its webhooks (Standard Webhooks `webhook-signature`).
     pub signing_secrets: HashMap<String, Vec<u8>>,
+    pub metrics: Arc<DeliveryMetrics>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct AttemptLabels {
+    /// `delivered`, `refused` (4xx, not retried) or `failed` (retried if attempts remain).
+    pub outcome: String,
+}
+
+/// The dispatcher's Prometheus metrics.
+#[derive(Debug, Default)]
+pub struct DeliveryMetrics {
+    attempts: prometheus_client::metrics::family::Family<
+        AttemptLabels,
+        prometheus_client::metrics::counter::Counter,
+    >,
+    dead_letters: prometheus_client::metrics::counter::Counter,
+}
+
+impl DeliveryMetrics {
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "switchboard_webhook_attempts",
+            "Webhook delivery attempts by outcome",
+            self.attempts.clone(),
+        );
+        registry.register(
+            "switchboard_webhook_dead_letters",
+            "Deliveries that failed for good",
+            self.dead_letters.clone(),
+        );
+    }
+
+    fn attempt(&self, outcome: &str) {
+        self.attempts
+            .get_or_create(&AttemptLabels {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
 }
 
 impl Default for DispatcherConfig {
@@ -48,6 +88,7 @@ impl Default for DispatcherConfig {
             attempt_timeout: Duration::from_secs(10),
             policy: Arc::new(AddressPolicy::default()),
             signing_secrets: HashMap::new(),
+            metrics: Arc::default(),
         }
     }
 }
@@ -287,6 +328,7 @@ impl Inner {
             attempts: u32::try_from(failure.attempts).unwrap_or(u32::MAX),
             failed_at: chrono::Utc::now(),
         };
+        self.config.metrics.dead_letters.inc();
         if let Err(e) = self.dead.put_dead_letter(letter).await {
             tracing::error!(task_id = %event.task_id, seq = event.seq, error = %e, "cannot record a dead letter");
         }
@@ -489,10 +531,12 @@ impl Inner {
             let status = status.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
             match outcome {
                 Attempt::Delivered => {
+                    self.config.metrics.attempt("delivered");
                     tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, "webhook delivered");
                     return Ok(());
                 }
                 Attempt::GiveUp(reason) => {
+                    self.config.metrics.attempt("refused");
                     tracing::warn!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook refused; not retried");
                     return Err(Failure {
                         host,
@@ -501,6 +545,7 @@ impl Inner {
                     });
                 }
                 Attempt::Retry { reason, after } => {
+                    self.config.metrics.attempt("failed");
                     tracing::info!(task_id = %event.task_id, seq = event.seq, state, host, status, attempt, reason, "webhook attempt failed");
                     let Some(delay) = self.config.retry_delays.get(attempt - 1) else {
                         tracing::error!(task_id = %event.task_id, seq = event.seq, state, host, attempts, "webhook delivery failed after every retry");

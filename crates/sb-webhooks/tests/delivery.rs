@@ -84,6 +84,7 @@ fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         attempt_timeout: Duration::from_secs(2),
         policy,
         signing_secrets: [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
+        metrics: Default::default(),
     };
     let dispatcher = Dispatcher::new(store.clone(), store.clone(), store.clone(), config).unwrap();
     dispatcher.spawn(&*bus, CancellationToken::new());

@@ -5,6 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use sb_agent::builtin::{ConformanceAgent, ConsolidateAgent, EchoAgent};
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
@@ -16,7 +19,7 @@ use sb_store::{
     DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, TaskStore,
 };
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
-use sb_webhooks::{AddressPolicy, Dispatcher, DispatcherConfig, LocalPushConfigs};
+use sb_webhooks::{AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig, LocalPushConfigs};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -169,8 +172,13 @@ async fn host_agents(config: &Config, stop: &CancellationToken) -> anyhow::Resul
     Ok((agents, hosted, auths))
 }
 
-fn dispatcher_config(config: &Config, policy: Arc<AddressPolicy>) -> DispatcherConfig {
+fn dispatcher_config(
+    config: &Config,
+    policy: Arc<AddressPolicy>,
+    metrics: Arc<DeliveryMetrics>,
+) -> DispatcherConfig {
     DispatcherConfig {
+        metrics,
         retry_delays: config
             .webhook_retry_delays_ms
             .iter()
@@ -188,6 +196,76 @@ fn dispatcher_config(config: &Config, policy: Arc<AddressPolicy>) -> DispatcherC
             })
             .collect(),
     }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct TaskEventLabels {
+    /// The state the event leaves the task in (`TASK_STATE_…`), or `ARTIFACT_UPDATE`.
+    state: String,
+}
+
+/// Counts committed task events by the state they leave the task in (task creations
+/// are the `TASK_STATE_SUBMITTED` ones).
+async fn count_task_events(
+    mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
+    counter: Family<TaskEventLabels, Counter>,
+    stop: CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => return,
+            event = events.recv() => event,
+        };
+        match event {
+            Ok(event) => {
+                let state = event
+                    .event
+                    .state()
+                    .map(|s| s.as_str())
+                    .unwrap_or("ARTIFACT_UPDATE");
+                counter
+                    .get_or_create(&TaskEventLabels {
+                        state: state.to_owned(),
+                    })
+                    .inc();
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "task event metrics fell behind; counts are low by that much"
+                );
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// `GET /metrics` in the Prometheus text format.
+fn metrics_router(registry: Arc<Registry>) -> axum::Router {
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let registry = registry.clone();
+            async move {
+                let mut text = String::new();
+                match prometheus_client::encoding::text::encode(&mut text, &registry) {
+                    Ok(()) => (
+                        axum::http::StatusCode::OK,
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        text,
+                    ),
+                    Err(e) => (
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        [(axum::http::header::CONTENT_TYPE, "text/plain")],
+                        format!("cannot encode metrics: {e}"),
+                    ),
+                }
+            }
+        }),
+    )
 }
 
 /// The backend seen through each storage trait (one object in practice).
@@ -225,7 +303,23 @@ pub async fn serve(
     let policy = Arc::new(
         AddressPolicy::parse(&config.webhook_allow.join(",")).map_err(|e| anyhow::anyhow!(e))?,
     );
-    let dispatcher_config = dispatcher_config(&config, policy.clone());
+    let mut metrics_registry = Registry::default();
+    let delivery_metrics = Arc::new(DeliveryMetrics::default());
+    delivery_metrics.register(&mut metrics_registry);
+    let gateway_metrics = Arc::new(sb_gateway::metrics::GatewayMetrics::default());
+    gateway_metrics.register(&mut metrics_registry);
+    let task_events = Family::<TaskEventLabels, Counter>::default();
+    metrics_registry.register(
+        "switchboard_task_events",
+        "Committed task events by resulting state",
+        task_events.clone(),
+    );
+    tokio::spawn(count_task_events(
+        bus.subscribe_all(),
+        task_events,
+        stop.clone(),
+    ));
+    let dispatcher_config = dispatcher_config(&config, policy.clone(), delivery_metrics);
     let dispatcher = Dispatcher::new(
         push_store.clone(),
         dead_store,
@@ -252,9 +346,13 @@ pub async fn serve(
         shutdown: stop.clone(),
         max_body_bytes: config.max_body_bytes,
         auth: Arc::new(auths),
-        streams: sb_gateway::limits::StreamLimits::new(config.max_streams_per_principal),
+        streams: sb_gateway::limits::StreamLimits::with_gauge(
+            config.max_streams_per_principal,
+            gateway_metrics.open_streams.clone(),
+        ),
+        metrics: gateway_metrics,
     };
-    let mut app = sb_gateway::router(state);
+    let mut app = sb_gateway::router(state).merge(metrics_router(Arc::new(metrics_registry)));
     if let Some(token) = &config.admin_token {
         app = app.merge(sb_webhooks::admin::admin_router(dispatcher.clone(), token));
     }

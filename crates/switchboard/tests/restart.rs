@@ -552,3 +552,34 @@ async fn jwt_from_a_jwks_file() {
     .unwrap();
     assert_eq!(call(Some(forged)).await.unwrap().status(), 401);
 }
+
+/// `/metrics` counts requests by operation and outcome, task events by state, and open
+/// streams, in the Prometheus text format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_scraped() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+    server.send("echo", "count me", false, None).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "missing"}});
+    reqwest::Client::new()
+        .post(format!("{}/agents/echo/a2a", server.base))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let response = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    for expected in [
+        r#"switchboard_requests_total{binding="jsonrpc",operation="SendMessage",outcome="ok"} 1"#,
+        r#"switchboard_requests_total{binding="jsonrpc",operation="GetTask",outcome="TASK_NOT_FOUND"} 1"#,
+        r#"switchboard_task_events_total{state="TASK_STATE_COMPLETED"} 1"#,
+        r#"switchboard_task_events_total{state="ARTIFACT_UPDATE"} 1"#,
+        "switchboard_open_streams 0",
+    ] {
+        assert!(text.contains(expected), "missing {expected} in:\n{text}");
+    }
+}
