@@ -99,6 +99,21 @@ impl Drop for Server {
     }
 }
 
+/// Serves `app` on a free loopback port; returns its base URL.
+async fn serve_locally(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// Writes a configuration file into `dir`; returns its path.
+fn write_config(dir: &Path, toml: &str) -> std::path::PathBuf {
+    let path = dir.join("switchboard.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
 fn uuid() -> String {
     format!(
         "m-{}",
@@ -332,20 +347,13 @@ async fn input_deadline_cancels_and_notifies() {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hook = format!(
-        "http://127.0.0.1:{}/hook",
-        listener.local_addr().unwrap().port()
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let hook = format!("{}/hook", serve_locally(app).await);
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
-        "input_timeout_secs = 1\ndefault_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 1\n",
-    )
-    .unwrap();
+    let config = write_config(
+        dir.path(),
+        &"input_timeout_secs = 1\ndefault_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 1\n",
+    );
     let server = Server::start_with(
         dir.path(),
         &[
@@ -427,20 +435,13 @@ async fn queued_deliveries_survive_kill_9() {
             },
         ),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hook = format!(
-        "http://127.0.0.1:{}/hook",
-        listener.local_addr().unwrap().port()
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let hook = format!("{}/hook", serve_locally(app).await);
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
-        "webhook_retry_delays_ms = [60000]\ndefault_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
-    )
-    .unwrap();
+    let config = write_config(
+        dir.path(),
+        &"webhook_retry_delays_ms = [60000]\ndefault_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+    );
     let args = [
         "--config",
         config.to_str().unwrap(),
@@ -501,15 +502,13 @@ async fn jwt_from_a_jwks_file() {
         json!({"keys": [{"kty": "oct", "kid": "main", "alg": "HS256", "k": k}]}).to_string(),
     )
     .unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = write_config(
+        dir.path(),
+        &format!(
             "default_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n[agents.auth.jwt]\njwks_file = {:?}\nissuer = \"https://idp.test\"\n",
             jwks.to_str().unwrap()
         ),
-    )
-    .unwrap();
+    );
     let server = Server::start_with(dir.path(), &["--config", config.to_str().unwrap()]).await;
     let card: Value = reqwest::get(format!(
         "{}/agents/echo/.well-known/agent-card.json",
