@@ -352,7 +352,7 @@ async fn input_deadline_cancels_and_notifies() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         dir.path(),
-        &"input_timeout_secs = 1\ndefault_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 1\n",
+        "input_timeout_secs = 1\ndefault_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 1\n",
     );
     let server = Server::start_with(
         dir.path(),
@@ -440,7 +440,7 @@ async fn queued_deliveries_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         dir.path(),
-        &"webhook_retry_delays_ms = [60000]\ndefault_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+        "webhook_retry_delays_ms = [60000]\ndefault_agent = \"echo\"\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
     );
     let args = [
         "--config",
