@@ -8,7 +8,7 @@
 //! tests drive them with a paused clock.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +55,61 @@ struct Timer {
     task_id: String,
     seq: u64,
     action: Action,
+}
+
+/// One timer per task: the newest event's. The heap holds at most a couple of entries per
+/// task (an entry is re-armed lazily when its task's deadline moved later), so memory
+/// follows the number of live tasks, not the number of events.
+#[derive(Debug, Default)]
+struct Timers {
+    latest: HashMap<String, Timer>,
+    /// The earliest due time each task has in the heap.
+    armed: HashMap<String, Instant>,
+    heap: BinaryHeap<Reverse<(Instant, String)>>,
+}
+
+impl Timers {
+    fn set(&mut self, timer: Timer) {
+        let earlier = self
+            .armed
+            .get(&timer.task_id)
+            .is_none_or(|armed| timer.due < *armed);
+        if earlier {
+            self.heap.push(Reverse((timer.due, timer.task_id.clone())));
+            self.armed.insert(timer.task_id.clone(), timer.due);
+        }
+        self.latest.insert(timer.task_id.clone(), timer);
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((due, _))| *due)
+    }
+
+    /// The next timer due at `now`, if any.
+    fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        while let Some(Reverse((due, _))) = self.heap.peek() {
+            if *due > now {
+                return None;
+            }
+            let Reverse((due, task_id)) = self.heap.pop()?;
+            if self.armed.get(&task_id) != Some(&due) {
+                continue; // superseded by an earlier entry for the same task
+            }
+            self.armed.remove(&task_id);
+            let Some(latest) = self.latest.get(&task_id) else {
+                continue;
+            };
+            if latest.due > now {
+                // A newer event moved the deadline later: wait for that one instead.
+                let later = latest.due;
+                self.heap.push(Reverse((later, task_id.clone())));
+                self.armed.insert(task_id, later);
+                continue;
+            }
+            return self.latest.remove(&task_id);
+        }
+        None
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -108,15 +163,17 @@ impl DeadlineKeeper {
     /// Subscribe first (`bus`), so nothing committed while loading is missed.
     pub async fn run(self, bus: Arc<dyn EventBus>, shutdown: CancellationToken) {
         let mut events = bus.subscribe_all();
-        let mut timers = BinaryHeap::new();
+        let mut timers = Timers::default();
         match self.store.list_all().await {
-            Ok(records) => timers.extend(records.iter().map(|r| Reverse(self.timer_for_record(r)))),
+            Ok(records) => records
+                .iter()
+                .for_each(|r| timers.set(self.timer_for_record(r))),
             Err(e) => {
                 tracing::error!(error = %e, "cannot load task deadlines; only new events get them")
             }
         }
         loop {
-            let next_due = timers.peek().map(|Reverse(t): &Reverse<Timer>| t.due);
+            let next_due = timers.next_due();
             let sleep = async {
                 match next_due {
                     Some(due) => tokio::time::sleep_until(due).await,
@@ -128,23 +185,22 @@ impl DeadlineKeeper {
                 received = events.recv() => match received {
                     Ok(event) => {
                         if let Some(timer) = self.timer_for_event(&event) {
-                            timers.push(Reverse(timer));
+                            timers.set(timer);
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         // Timers of the missed events are lost: rebuild them from the store.
                         tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
                         if let Ok(records) = self.store.list_all().await {
-                            timers = records.iter().map(|r| Reverse(self.timer_for_record(r))).collect();
+                            timers = Timers::default();
+                            records.iter().for_each(|r| timers.set(self.timer_for_record(r)));
                         }
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 () = sleep => {
-                    while timers.peek().is_some_and(|Reverse(t)| t.due <= Instant::now()) {
-                        if let Some(Reverse(timer)) = timers.pop() {
-                            self.fire(timer).await;
-                        }
+                    while let Some(timer) = timers.pop_due(Instant::now()) {
+                        self.fire(timer).await;
                     }
                 }
             }
@@ -306,6 +362,34 @@ mod tests {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
+    }
+
+    #[test]
+    fn one_timer_per_task_however_many_events() {
+        let keeper_timer = |id: &str, seq: u64, due_secs: u64| Timer {
+            due: Instant::now() + Duration::from_secs(due_secs),
+            task_id: id.to_owned(),
+            seq,
+            action: Action::FailStalled,
+        };
+        let mut timers = Timers::default();
+        for seq in 1..=10_000 {
+            timers.set(keeper_timer("busy", seq, 900 + seq));
+        }
+        assert_eq!(
+            timers.heap.len(),
+            1,
+            "later deadlines re-arm lazily instead of piling up"
+        );
+        timers.set(keeper_timer("busy", 10_001, 60));
+        assert_eq!(timers.heap.len(), 2, "an earlier deadline is armed at once");
+        let far = Instant::now() + Duration::from_secs(100_000);
+        let fired = timers.pop_due(far).unwrap();
+        assert_eq!(
+            fired.seq, 10_001,
+            "the newest event's timer is the one that fires"
+        );
+        assert!(timers.pop_due(far).is_none(), "and only once");
     }
 
     #[tokio::test(start_paused = true)]
