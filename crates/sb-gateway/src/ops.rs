@@ -194,6 +194,20 @@ pub async fn send_streaming(
     }
 }
 
+/// The task's events after `after` as stream frames (log replay, then live).
+fn frames_after(state: &AppState, task_id: &str, after: u64) -> FrameStream {
+    state
+        .fanout
+        .subscribe(task_id, after)
+        .map(|r| {
+            r.map(|e| Frame {
+                seq: e.seq,
+                event: e.event,
+            })
+        })
+        .boxed()
+}
+
 /// The current task, then live events until the task ends (or waits for input again).
 /// A task that is waiting already does not end the stream with its snapshot: whoever
 /// subscribes to it wants to see what happens after the answer (TCK STREAM-SUB-002).
@@ -202,17 +216,9 @@ fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>
         seq: record.seq,
         event: StreamResponse::Task(record.task.with_history_limit(limit)),
     };
-    let live = state
-        .fanout
-        .subscribe(&record.task.id, record.seq)
-        .map(|r| {
-            r.map(|e| Frame {
-                seq: e.seq,
-                event: e.event,
-            })
-        });
+    let live = frames_after(state, &record.task.id, record.seq);
     let head = futures::stream::once(async move { Ok(first) });
-    head.chain(until_end(live.boxed())).boxed()
+    head.chain(until_end(live)).boxed()
 }
 
 /// Ends a SendStreamingMessage stream once the agent's turn is over and every event it
@@ -328,18 +334,7 @@ pub async fn subscribe(
             resumed: false,
         });
     };
-    let live = |from: u64| {
-        state
-            .fanout
-            .subscribe(task_id, from)
-            .map(|r| {
-                r.map(|e| Frame {
-                    seq: e.seq,
-                    event: e.event,
-                })
-            })
-            .boxed()
-    };
+    let live = |from: u64| frames_after(state, task_id, from);
     if after > record.seq {
         // A cursor from the future (e.g. a restored backup): the client adopts ours.
         let mut task = record.task.clone();

@@ -197,16 +197,22 @@ impl Dispatcher {
     /// Queues a catch-up of the task's configs behind the task's earlier deliveries.
     pub fn enqueue(&self, task_id: String) {
         let inner = self.inner.clone();
+        let job_task = task_id.clone();
+        self.chain(task_id, async move { inner.catch_up(&job_task).await });
+    }
+
+    /// Runs `job` after every job already queued for the task, keeping each task's
+    /// deliveries in order (parallel across tasks).
+    fn chain(&self, task_id: String, job: impl std::future::Future<Output = ()> + Send + 'static) {
         let mut chains = self.inner.chains.lock();
         let previous = chains.remove(&task_id);
-        let job_task = task_id.clone();
-        let job = tokio::spawn(async move {
+        let handle = tokio::spawn(async move {
             if let Some(previous) = previous {
                 let _ = previous.await;
             }
-            inner.catch_up(&job_task).await;
+            job.await;
         });
-        chains.insert(task_id, job);
+        chains.insert(task_id, handle);
         if chains.len() > 1024 {
             chains.retain(|_, job| !job.is_finished());
         }
@@ -234,16 +240,8 @@ impl Dispatcher {
             return Ok(false);
         };
         let inner = self.inner.clone();
-        let mut chains = self.inner.chains.lock();
         let task_id = letter.task_id.clone();
-        let previous = chains.remove(&task_id);
-        let job = tokio::spawn(async move {
-            if let Some(previous) = previous {
-                let _ = previous.await;
-            }
-            inner.redeliver(letter).await;
-        });
-        chains.insert(task_id, job);
+        self.chain(task_id, async move { inner.redeliver(letter).await });
         Ok(true)
     }
 
