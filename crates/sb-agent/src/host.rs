@@ -56,8 +56,7 @@ impl AgentHost {
             return turn;
         };
         let cancel = CancellationToken::new();
-        // Subscribe before the run starts so no terminal event can slip past the watcher.
-        let watch = self.bus.subscribe(&record.task.id);
+        let bus = self.bus.clone();
         let ctx = TaskContext {
             task: record.task.clone(),
             message,
@@ -67,7 +66,15 @@ impl AgentHost {
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
         self.runs.spawn(async move {
-            let watcher = tokio::spawn(cancel_when_finished(watch, cancel.clone()));
+            // Subscribe before the run starts so no terminal event can slip past the watcher.
+            let watcher = match bus.subscribe(&task_id).await {
+                Ok(watch) => tokio::spawn(cancel_when_finished(watch, cancel.clone())),
+                Err(e) => {
+                    settle(&*tasks, &task_id, Some(Err(AgentError(format!("cannot watch the task: {e}"))))).await;
+                    let _ = turn_over.send(());
+                    return;
+                }
+            };
             let kept_open = reporter.clone();
             let outcome = tokio::select! {
                 result = agent.execute(ctx, reporter) => Some(result),

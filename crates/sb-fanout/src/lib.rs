@@ -40,13 +40,20 @@ impl LocalFanout {
     }
 }
 
+enum Next {
+    Event(Option<Result<StoredEvent, A2AError>>),
+    Resubscribe,
+}
+
 struct Cursor {
     task_id: String,
     last: u64,
     backlog: VecDeque<StoredEvent>,
     /// The log may hold more than the backlog: read it before waiting on the bus.
     more_in_log: bool,
-    live: broadcast::Receiver<StoredEvent>,
+    /// Taken on the first read, before the log is read.
+    live: Option<broadcast::Receiver<StoredEvent>>,
+    bus: Arc<dyn EventBus>,
     tasks: Arc<dyn TaskService>,
     failed: bool,
 }
@@ -67,35 +74,67 @@ impl Cursor {
             return None;
         }
         loop {
+            let mut live = match self.live.take() {
+                Some(live) => live,
+                // Subscribe before reading the log, so nothing committed in between is missed.
+                None => match self.bus.subscribe(&self.task_id).await {
+                    Ok(live) => {
+                        self.more_in_log = true;
+                        live
+                    }
+                    Err(e) => {
+                        self.failed = true;
+                        tracing::error!(task_id = %self.task_id, error = %e, "cannot follow task events");
+                        return Some(Err(A2AError::internal(
+                            "live task events are unavailable; resume with Last-Event-ID",
+                        )
+                        .retryable(true)));
+                    }
+                },
+            };
+            match self.next_event(&mut live).await {
+                Next::Event(event) => {
+                    self.live = Some(live);
+                    return event;
+                }
+                // The bus dropped this subscription (e.g. its Redis connection was
+                // replaced): subscribe again and read the log for what was in flight.
+                Next::Resubscribe => {}
+            }
+        }
+    }
+
+    async fn next_event(&mut self, live: &mut broadcast::Receiver<StoredEvent>) -> Next {
+        loop {
             if let Some(event) = self.backlog.pop_front() {
                 if event.seq <= self.last {
                     continue;
                 }
                 self.last = event.seq;
-                return Some(Ok(event));
+                return Next::Event(Some(Ok(event)));
             }
             if self.more_in_log {
                 if let Err(e) = self.refill().await {
                     self.failed = true;
-                    return Some(Err(e));
+                    return Next::Event(Some(Err(e)));
                 }
                 continue;
             }
-            match self.live.recv().await {
+            match live.recv().await {
                 Ok(event) if event.seq <= self.last => continue,
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;
-                    return Some(Ok(event));
+                    return Next::Event(Some(Ok(event)));
                 }
                 // A gap (events published out of order) or a lagging subscriber: the
                 // log has everything, read it.
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     if let Err(e) = self.refill().await {
                         self.failed = true;
-                        return Some(Err(e));
+                        return Next::Event(Some(Err(e)));
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return None,
+                Err(broadcast::error::RecvError::Closed) => return Next::Resubscribe,
             }
         }
     }
@@ -103,14 +142,13 @@ impl Cursor {
 
 impl Fanout for LocalFanout {
     fn subscribe(&self, task_id: &str, after: u64) -> EventStream {
-        // Subscribe before reading the log, so nothing committed in between is missed.
-        let live = self.bus.subscribe(task_id);
         let cursor = Cursor {
             task_id: task_id.to_owned(),
             last: after,
             backlog: VecDeque::new(),
             more_in_log: true,
-            live,
+            live: None,
+            bus: self.bus.clone(),
             tasks: self.tasks.clone(),
             failed: false,
         };

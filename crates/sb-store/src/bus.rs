@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
 use crate::record::StoredEvent;
-use crate::traits::EventBus;
+use crate::traits::{EventBus, StoreResult};
 
 /// How many events a slow subscriber may fall behind before it must refill from the log.
 const CHANNEL_CAPACITY: usize = 256;
@@ -35,12 +35,23 @@ impl LocalBus {
         LocalBus::default()
     }
 
+    /// [`EventBus::subscribe`] without the `async`: the local bus is in place at once.
+    pub fn subscribe_now(&self, task_id: &str) -> broadcast::Receiver<StoredEvent> {
+        let mut channels = self.channels.lock();
+        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels
+            .entry(task_id.to_owned())
+            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .subscribe()
+    }
+
     /// Number of tasks currently watched.
     pub fn watched(&self) -> usize {
         self.channels.lock().len()
     }
 }
 
+#[async_trait::async_trait]
 impl EventBus for LocalBus {
     fn publish(&self, event: &StoredEvent) {
         if self.all.receiver_count() > 0 {
@@ -56,17 +67,13 @@ impl EventBus for LocalBus {
         }
     }
 
-    fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StoredEvent> {
-        let mut channels = self.channels.lock();
-        channels.retain(|_, sender| sender.receiver_count() > 0);
-        channels
-            .entry(task_id.to_owned())
-            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
-            .subscribe()
+    async fn subscribe(&self, task_id: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+        Ok(self.subscribe_now(task_id))
     }
 
-    fn subscribe_all(&self) -> broadcast::Receiver<StoredEvent> {
-        self.all.subscribe()
+    /// In one process every group has one member, so each subscriber sees every event.
+    async fn subscribe_all(&self, _group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+        Ok(self.all.subscribe())
     }
 }
 
@@ -86,8 +93,8 @@ mod tests {
     #[tokio::test]
     async fn delivers_to_watchers_of_that_task_only() {
         let bus = LocalBus::new();
-        let mut a = bus.subscribe("a");
-        let mut b = bus.subscribe("b");
+        let mut a = bus.subscribe_now("a");
+        let mut b = bus.subscribe_now("b");
         bus.publish(&event("a", 1));
         assert_eq!(a.recv().await.unwrap().seq, 1);
         assert!(b.try_recv().is_err());
@@ -99,7 +106,7 @@ mod tests {
             1,
             "b's channel stays until the next subscribe sweeps it"
         );
-        let _c = bus.subscribe("c");
+        let _c = bus.subscribe_now("c");
         assert_eq!(bus.watched(), 1);
     }
 }

@@ -85,10 +85,17 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
 
 /// Live delivery of committed events to whoever watches a task. Subscribers must treat
 /// it as a wake-up with a payload, not as the order: gaps are filled from the event log.
+#[async_trait]
 pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
+    /// Announces a committed event. Backends whose commit already publishes (Redis does it
+    /// in the same script as the write) ignore this.
     fn publish(&self, event: &StoredEvent);
-    fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StoredEvent>;
-    /// Every task's events (for the webhook dispatcher). A receiver that lags loses
-    /// events and must recover from the durable log.
-    fn subscribe_all(&self) -> broadcast::Receiver<StoredEvent>;
+    /// The task's events from now on. Returns once the subscription is in place, so an
+    /// event committed after this returns is never missed.
+    async fn subscribe(&self, task_id: &str) -> StoreResult<broadcast::Receiver<StoredEvent>>;
+    /// Every task's events, shared among the subscribers that name the same `group`
+    /// across processes: each event reaches one member of the group (the replicas of one
+    /// service split the work). A receiver that lags loses events and must recover from
+    /// the durable log, so consumers keep their own durable cursors or act idempotently.
+    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>>;
 }

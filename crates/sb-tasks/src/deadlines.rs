@@ -19,6 +19,11 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// The bus group of deadline keepers: with several task-state replicas each event arms
+/// the timer of one of them. Every expiry action is a conditional write, so a stale
+/// timer on another replica (or two replicas firing) changes nothing twice.
+pub const DEADLINES_GROUP: &str = "deadlines";
+
 use crate::lifecycle::TaskUpdate;
 use crate::service::TaskService;
 
@@ -162,7 +167,18 @@ impl DeadlineKeeper {
     /// Runs until `shutdown`: loads every stored task's deadline, then follows the bus.
     /// Subscribe first (`bus`), so nothing committed while loading is missed.
     pub async fn run(self, bus: Arc<dyn EventBus>, shutdown: CancellationToken) {
-        let mut events = bus.subscribe_all();
+        let mut events = loop {
+            match bus.subscribe_all(DEADLINES_GROUP).await {
+                Ok(events) => break events,
+                Err(e) => {
+                    tracing::error!(error = %e, "deadline keeper cannot follow the bus; retrying");
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        };
         let mut timers = Timers::default();
         match self.store.list_all().await {
             Ok(records) => records
@@ -396,7 +412,7 @@ mod tests {
     async fn waiting_for_input_too_long_cancels_with_a_reason() {
         let w = world().await;
         let id = task_in(&w, TaskState::InputRequired).await;
-        let mut watch = w.bus.subscribe(&id);
+        let mut watch = w.bus.subscribe(&id).await.unwrap();
         tokio::time::sleep(Duration::from_secs(599)).await;
         settle().await;
         assert_eq!(

@@ -96,6 +96,9 @@ impl Default for DispatcherConfig {
 /// The longest `Retry-After` honoured; a receiver asking for more gets the normal delay.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
+/// The bus group of dispatcher replicas: each event wakes one of them.
+pub const DISPATCHER_GROUP: &str = "dispatcher";
+
 #[derive(Clone, Debug)]
 pub struct Dispatcher {
     inner: Arc<Inner>,
@@ -159,10 +162,15 @@ impl Dispatcher {
 
     /// Delivers until `shutdown`: first whatever was queued before a restart (every
     /// config whose cursor is behind its task's log), then each event from the bus.
-    pub fn spawn(&self, bus: &dyn EventBus, shutdown: CancellationToken) -> JoinHandle<()> {
-        let mut events = bus.subscribe_all();
+    /// Returns once it follows the bus, so every event committed after that is served.
+    pub async fn spawn(
+        &self,
+        bus: &dyn EventBus,
+        shutdown: CancellationToken,
+    ) -> Result<JoinHandle<()>, sb_store::StoreError> {
+        let mut events = bus.subscribe_all(DISPATCHER_GROUP).await?;
         let dispatcher = self.clone();
-        tokio::spawn(async move {
+        Ok(tokio::spawn(async move {
             dispatcher.catch_up_all().await;
             loop {
                 tokio::select! {
@@ -178,7 +186,7 @@ impl Dispatcher {
                     },
                 }
             }
-        })
+        }))
     }
 
     async fn catch_up_all(&self) {

@@ -73,7 +73,7 @@ struct World {
     scope: Scope,
 }
 
-fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
+async fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
     let store = Arc::new(MemoryStore::new());
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
     let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
@@ -87,7 +87,10 @@ fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         metrics: Default::default(),
     };
     let dispatcher = Dispatcher::new(store.clone(), store.clone(), store.clone(), config).unwrap();
-    dispatcher.spawn(&*bus, CancellationToken::new());
+    dispatcher
+        .spawn(&*bus, CancellationToken::new())
+        .await
+        .unwrap();
     World {
         dispatcher,
         store,
@@ -151,7 +154,8 @@ async fn delivers_each_event_in_order_with_auth_and_ids() {
     let w = world(
         AddressPolicy::parse("127.0.0.0/8").unwrap(),
         vec![Duration::from_millis(10)],
-    );
+    )
+    .await;
     let task_id = new_task(&w).await;
     let mut v1 = config(&task_id, format!("{base}/v1"));
     v1.token = Some("tok".into());
@@ -251,7 +255,8 @@ async fn retries_until_accepted_then_delivers_once_signed() {
             Duration::from_millis(10),
             Duration::from_millis(10),
         ],
-    );
+    )
+    .await;
     rx.script.lock().extend([503, 503]);
     let task_id = new_task(&w).await;
     let mut hook = config(&task_id, format!("{base}/r"));
@@ -293,7 +298,8 @@ async fn client_errors_and_redirects_get_one_attempt() {
     let w = world(
         AddressPolicy::parse("127.0.0.1").unwrap(),
         vec![Duration::from_millis(10), Duration::from_millis(10)],
-    );
+    )
+    .await;
     rx.script.lock().extend([404, 302]);
     let task_id = new_task(&w).await;
     w.push
@@ -329,7 +335,7 @@ async fn client_errors_and_redirects_get_one_attempt() {
 #[tokio::test]
 async fn private_targets_are_refused_at_send_time_too() {
     let (rx, base) = start_receiver().await;
-    let w = world(AddressPolicy::default(), vec![]);
+    let w = world(AddressPolicy::default(), vec![]).await;
     let task_id = new_task(&w).await;
     // Registered behind the policy's back (as a config stored under an older, looser policy).
     let record = PushConfigRecord {
@@ -378,7 +384,7 @@ async fn dead_letters_are_listed_and_redriven() {
     use tower::ServiceExt;
 
     let (rx, base) = start_receiver().await;
-    let w = world(AddressPolicy::parse("127.0.0.1").unwrap(), vec![]);
+    let w = world(AddressPolicy::parse("127.0.0.1").unwrap(), vec![]).await;
     rx.script.lock().push(410);
     let task_id = new_task(&w).await;
     w.push

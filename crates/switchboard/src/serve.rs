@@ -315,7 +315,7 @@ pub async fn serve(
         task_events.clone(),
     );
     tokio::spawn(count_task_events(
-        bus.subscribe_all(),
+        bus.subscribe_all("metrics").await?,
         task_events,
         stop.clone(),
     ));
@@ -356,7 +356,7 @@ pub async fn serve(
     if let Some(token) = &config.admin_token {
         app = app.merge(sb_webhooks::admin::admin_router(dispatcher.clone(), token));
     }
-    let dispatching = dispatcher.spawn(&*bus, stop.clone());
+    let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
     let deadlines = DeadlineConfig {
         terminal_ttl: Duration::from_secs(config.task_ttl_secs),
         input_timeout: Duration::from_secs(config.input_timeout_secs),
