@@ -40,6 +40,8 @@ impl LocalFanout {
     }
 }
 
+// A short-lived return value, never stored, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Event(Option<Result<StoredEvent, A2AError>>),
     Resubscribe,
