@@ -8,11 +8,14 @@
 //!   history, so an agent keeps no state between turns and survives restarts.
 //! - [`host`]: [`AgentHost`], which owns each run (never the HTTP request), watches for
 //!   cancellation and fails runs that end without a final state.
+//! - [`runner`]: [`TurnRunner`], how the edge starts turns wherever agents run.
 //! - [`builtin`]: `echo`, `consolidate` and `conformance`.
 
 pub mod api;
 pub mod builtin;
 pub mod host;
+pub mod runner;
 
 pub use api::*;
 pub use host::AgentHost;
+pub use runner::TurnRunner;

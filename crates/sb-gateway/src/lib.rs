@@ -30,7 +30,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::get;
-use sb_agent::AgentHost;
+use sb_agent::TurnRunner;
 use sb_fanout::Fanout;
 use sb_protocol::{A2AError, ErrorKind, Version};
 use sb_registry::CardRegistry;
@@ -46,7 +46,8 @@ pub struct AppState {
     pub fanout: Arc<dyn Fanout>,
     pub push: Arc<dyn PushConfigService>,
     pub registry: Arc<dyn CardRegistry>,
-    pub host: AgentHost,
+    /// Starts agent turns, in this process or on remote workers.
+    pub runner: Arc<dyn TurnRunner>,
     /// Fires on shutdown: open streams end so connections drain.
     pub shutdown: CancellationToken,
     /// Largest accepted request body, in bytes.
@@ -165,7 +166,7 @@ async fn route_request(
             None => return not_found(&path),
         },
     };
-    if state.host.agent(&agent).is_none() {
+    if !state.runner.serves(&agent) {
         return not_found(&path);
     }
     let req = Request {

@@ -75,12 +75,10 @@ async fn start_turn(
             )
             .await?;
         register_inline_push(state, scope, req, &task_id, version).await?;
-        let turn = state.host.dispatch(&resumed, message);
+        let turn = state.runner.dispatch(&resumed, message).await?;
         return Ok(Started::Turn(Box::new(resumed), turn));
     }
-    if let Some(agent) = state.host.agent(&scope.agent)
-        && let Some(mut reply) = agent.direct_reply(&message)
-    {
+    if let Some(mut reply) = state.runner.direct_reply(&scope.agent, &message) {
         let context_id = message.context_id.clone().filter(|c| !c.is_empty());
         reply.context_id = Some(context_id.unwrap_or_else(new_id));
         return Ok(Started::Reply(Box::new(reply)));
@@ -97,7 +95,10 @@ async fn start_turn(
         })
         .await?;
     register_inline_push(state, scope, req, &record.task.id, version).await?;
-    let turn = state.host.dispatch(&record, record.task.history[0].clone());
+    let turn = state
+        .runner
+        .dispatch(&record, record.task.history[0].clone())
+        .await?;
     Ok(Started::Turn(Box::new(record), turn))
 }
 

@@ -64,7 +64,7 @@ fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
             Arc::new(sb_webhooks::AddressPolicy::default()),
         )),
         registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
-        host: AgentHost::new(agents, tasks, bus),
+        runner: Arc::new(AgentHost::new(agents, tasks, bus)),
         shutdown: CancellationToken::new(),
         max_body_bytes: 64 * 1024,
         auth: Arc::new(auth),

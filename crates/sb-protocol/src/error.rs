@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::Version;
 
 /// The kinds of error A2A defines, with their codes (digest §6.1, the v1.0.1 mapping).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorKind {
     ParseError,
     InvalidRequest,
@@ -126,7 +126,8 @@ impl ErrorKind {
 }
 
 /// An error to return to an A2A client.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+/// Serializable so the internal gRPC API can carry it between services unchanged.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("{message}")]
 pub struct A2AError {
     pub kind: ErrorKind,

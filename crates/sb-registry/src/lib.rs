@@ -111,6 +111,55 @@ impl StaticRegistry {
     }
 }
 
+/// One card as another process sends it (the registry service to the gateway).
+#[derive(Clone, Debug)]
+pub struct CardSnapshot {
+    pub agent: String,
+    pub card: AgentCard,
+    pub merged_by_default: bool,
+    pub last_modified: DateTime<Utc>,
+}
+
+impl StaticRegistry {
+    /// Every card, and the root card, as snapshots (what the registry service serves).
+    pub fn snapshots(&self) -> (Vec<CardSnapshot>, Option<CardSnapshot>) {
+        let snapshot = |agent: &str, e: &CardEntry| CardSnapshot {
+            agent: agent.to_owned(),
+            card: e.card.clone(),
+            merged_by_default: e.merged_by_default,
+            last_modified: e.last_modified,
+        };
+        let cards = self.cards.iter().map(|(a, e)| snapshot(a, e)).collect();
+        let root = self
+            .root
+            .as_ref()
+            .map(|e| snapshot(self.default_agent.as_deref().unwrap_or_default(), e));
+        (cards, root)
+    }
+
+    /// Rebuilds a registry from snapshots, rendering each card the same way (so the
+    /// ETags agree with the registry service's).
+    pub fn from_snapshots(
+        cards: Vec<CardSnapshot>,
+        root: Option<CardSnapshot>,
+        default_agent: Option<String>,
+    ) -> StaticRegistry {
+        StaticRegistry {
+            cards: cards
+                .into_iter()
+                .map(|s| (s.agent, entry(s.card, s.merged_by_default, s.last_modified)))
+                .collect(),
+            root: root.map(|s| entry(s.card, s.merged_by_default, s.last_modified)),
+            default_agent,
+        }
+    }
+
+    /// The names of the agents with cards.
+    pub fn agents(&self) -> impl Iterator<Item = &str> {
+        self.cards.keys().map(String::as_str)
+    }
+}
+
 impl CardRegistry for StaticRegistry {
     fn card(&self, agent: &str) -> Option<&CardEntry> {
         self.cards.get(agent)

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::record::StoredEvent;
 use crate::traits::{EventBus, StoreResult};
@@ -18,6 +18,7 @@ const ALL_CAPACITY: usize = 8192;
 #[derive(Debug)]
 pub struct LocalBus {
     channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    turn_watchers: Mutex<HashMap<String, Vec<oneshot::Sender<()>>>>,
     all: broadcast::Sender<StoredEvent>,
 }
 
@@ -25,6 +26,7 @@ impl Default for LocalBus {
     fn default() -> Self {
         LocalBus {
             channels: Mutex::default(),
+            turn_watchers: Mutex::default(),
             all: broadcast::channel(ALL_CAPACITY).0,
         }
     }
@@ -74,6 +76,26 @@ impl EventBus for LocalBus {
     /// In one process every group has one member, so each subscriber sees every event.
     async fn subscribe_all(&self, _group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
         Ok(self.all.subscribe())
+    }
+
+    async fn announce_turn_over(&self, task_id: &str) -> StoreResult<()> {
+        let watchers = self.turn_watchers.lock().remove(task_id);
+        for watcher in watchers.into_iter().flatten() {
+            let _ = watcher.send(());
+        }
+        Ok(())
+    }
+
+    async fn watch_turn(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+        let (sender, receiver) = oneshot::channel();
+        let mut watchers = self.turn_watchers.lock();
+        // Forget watchers whose waiter gave up, so abandoned waits cost nothing.
+        watchers.retain(|_, list| {
+            list.retain(|w| !w.is_closed());
+            !list.is_empty()
+        });
+        watchers.entry(task_id.to_owned()).or_default().push(sender);
+        Ok(receiver)
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`].
 //! - [`memory`]: an in-memory backend for tests.
 //! - [`redb_store`]: the embedded durable backend (one file, group commit).
+//! - [`queue`]: the durable per-agent turn queue remote workers take from.
 //! - [`bus`]: the in-process event bus (one broadcast channel per watched task).
 //! - [`suite`]: the conformance tests every backend runs.
 //!
@@ -14,6 +15,7 @@
 
 pub mod bus;
 pub mod memory;
+pub mod queue;
 pub mod record;
 pub mod redb_store;
 #[doc(hidden)]
@@ -22,6 +24,7 @@ pub mod traits;
 
 pub use bus::LocalBus;
 pub use memory::MemoryStore;
+pub use queue::{Leased, WorkItem, WorkQueue};
 pub use record::*;
 pub use redb_store::RedbStore;
 pub use traits::*;

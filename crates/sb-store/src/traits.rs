@@ -98,4 +98,22 @@ pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
     /// service split the work). A receiver that lags loses events and must recover from
     /// the durable log, so consumers keep their own durable cursors or act idempotently.
     async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>>;
+
+    /// Announces, to every process, that the current agent turn on the task is over
+    /// (not an A2A event: nothing is logged; whoever waits for the turn stops waiting).
+    async fn announce_turn_over(&self, task_id: &str) -> StoreResult<()> {
+        let _ = task_id;
+        Err(StoreError::Backend(
+            "this event bus cannot carry turn signals".into(),
+        ))
+    }
+
+    /// Resolves at the next [`EventBus::announce_turn_over`] for the task, from any
+    /// process; in place when this returns.
+    async fn watch_turn(&self, task_id: &str) -> StoreResult<tokio::sync::oneshot::Receiver<()>> {
+        let _ = task_id;
+        Err(StoreError::Backend(
+            "this event bus cannot carry turn signals".into(),
+        ))
+    }
 }

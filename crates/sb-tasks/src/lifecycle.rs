@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use sb_protocol::*;
 use sb_store::{StoredEvent, TaskRecord};
 
-/// A change an agent (or the service itself) makes to a task.
-#[derive(Clone, Debug, PartialEq)]
+/// A change an agent (or the service itself) makes to a task. Serializable: remote
+/// workers send it over the internal API.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TaskUpdate {
     /// Move to `state`, with an optional status message (progress, question, reason).
     Status {

@@ -342,7 +342,7 @@ pub async fn serve(
             policy,
         )),
         registry,
-        host: host.clone(),
+        runner: Arc::new(host.clone()),
         shutdown: stop.clone(),
         max_body_bytes: config.max_body_bytes,
         auth: Arc::new(auths),
