@@ -8,6 +8,14 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== redis-server (the Redis backend's tests start their own servers from it)"
+if ! command -v redis-server >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq redis-server
+fi
+redis-server --version
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log

@@ -8,6 +8,9 @@
 //! - [`redb_store`]: the embedded durable backend (one file, group commit).
 //! - [`queue`]: the durable per-agent turn queue remote workers take from.
 //! - [`bus`]: the in-process event bus (one broadcast channel per watched task).
+//! - [`mod@redis`]: the shared backend for several replicas: [`RedisStore`] (hashes, streams,
+//!   one Lua script per commit) and [`RedisBus`] (pub/sub per task, consumer groups for
+//!   all tasks); `redis::testing` starts a real redis-server for tests.
 //! - [`suite`]: the conformance tests every backend runs.
 //!
 //! Every write is a compare-and-set on the task's sequence number, so the state machine
@@ -18,6 +21,7 @@ pub mod memory;
 pub mod queue;
 pub mod record;
 pub mod redb_store;
+pub mod redis;
 #[doc(hidden)]
 pub mod suite;
 pub mod traits;
@@ -27,4 +31,5 @@ pub use memory::MemoryStore;
 pub use queue::{Leased, WorkItem, WorkQueue};
 pub use record::*;
 pub use redb_store::RedbStore;
+pub use redis::{RedisBus, RedisStore};
 pub use traits::*;

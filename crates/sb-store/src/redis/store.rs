@@ -1,0 +1,236 @@
+//! [`TaskStore`] over Redis: records in hashes, logs in streams, commits in one script.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::streams::StreamRangeReply;
+use ::redis::{RedisError, Value};
+use async_trait::async_trait;
+
+use super::{
+    CONNECT_TIMEOUT, GLOBAL_STREAM_CAP, Keys, RESPONSE_TIMEOUT, backend_error, decode, encode,
+    open_client, probe, scripts,
+};
+use crate::record::*;
+use crate::traits::*;
+
+/// Records fetched per round trip when listing.
+const FETCH_BATCH: usize = 500;
+
+/// Reconnection attempts per failed command before it reports the failure; the manager
+/// keeps trying again on later commands.
+const RECONNECT_RETRIES: usize = 6;
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(2);
+
+/// The Redis task store. Cheap to clone: clones share one multiplexed, self-reconnecting
+/// connection.
+#[derive(Clone)]
+pub struct RedisStore {
+    pub(super) conn: ConnectionManager,
+    pub(super) keys: Keys,
+    /// `host:port/db`, for messages.
+    pub(super) place: Arc<str>,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("place", &self.place)
+            .field("prefix", &self.keys.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[user][:password@]host[:port][/db]`, or `rediss://` for
+    /// TLS) and namespaces every key under `prefix` (e.g. `"sb:"`). Fails if the server
+    /// cannot be reached now; later outages are retried on each command.
+    pub async fn connect(url: &str, prefix: &str) -> StoreResult<RedisStore> {
+        let (client, place) = open_client(url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(RECONNECT_RETRIES)
+            .set_max_delay(MAX_RECONNECT_DELAY);
+        probe(&client, &place).await?;
+        let conn = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| backend_error(&place, "connect", &e))?;
+        Ok(RedisStore {
+            conn,
+            keys: Keys {
+                prefix: prefix.to_owned(),
+            },
+            place: place.into(),
+        })
+    }
+
+    pub(super) fn err<'a>(&'a self, what: &'a str) -> impl Fn(RedisError) -> StoreError + 'a {
+        move |e| backend_error(&self.place, what, &e)
+    }
+
+    pub(super) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// The records of these tasks, skipping any deleted meanwhile.
+    async fn records(&self, ids: &[String]) -> StoreResult<Vec<TaskRecord>> {
+        let mut records = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(FETCH_BATCH) {
+            let mut pipe = ::redis::pipe();
+            for id in chunk {
+                pipe.cmd("HGET").arg(self.keys.task(id)).arg("rec");
+            }
+            let values: Vec<Option<Vec<u8>>> = pipe
+                .query_async(&mut self.conn())
+                .await
+                .map_err(self.err("read task records"))?;
+            for bytes in values.into_iter().flatten() {
+                records.push(decode("task record", &bytes)?);
+            }
+        }
+        Ok(records)
+    }
+}
+
+#[async_trait]
+impl TaskStore for RedisStore {
+    async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        let bytes: Option<Vec<u8>> = ::redis::cmd("HGET")
+            .arg(self.keys.task(task_id))
+            .arg("rec")
+            .query_async(&mut self.conn())
+            .await
+            .map_err(self.err("read a task"))?;
+        bytes.map(|b| decode("task record", &b)).transpose()
+    }
+
+    async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {
+        let record = &commit.record;
+        let task_id = record.task.id.as_str();
+        // Stream ids must increase; checking here keeps a bad commit from reaching the
+        // script, where it would be refused only after the CAS.
+        let mut previous = commit.expected_seq;
+        for event in &commit.events {
+            if event.seq <= previous {
+                return Err(StoreError::Backend(format!(
+                    "commit of task {task_id} carries event {} after seq {previous}",
+                    event.seq
+                )));
+            }
+            previous = event.seq;
+        }
+        let mut invocation = scripts::COMMIT.prepare_invoke();
+        invocation
+            .key(self.keys.task(task_id))
+            .key(self.keys.events(task_id))
+            .key(self.keys.all_events())
+            .key(self.keys.index(&record.agent, &record.owner))
+            .key(self.keys.tasks())
+            .arg(commit.expected_seq)
+            .arg(record.seq)
+            .arg(encode(record)?)
+            .arg(task_id)
+            .arg(record.status_time().timestamp_millis())
+            .arg(record.created_at.timestamp_millis())
+            .arg(self.keys.channel(task_id))
+            .arg(GLOBAL_STREAM_CAP);
+        for event in &commit.events {
+            invocation.arg(event.seq).arg(encode(event)?);
+        }
+        let current: Option<String> = invocation
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(self.err("commit a task"))?;
+        let Some(current) = current else {
+            return Ok(());
+        };
+        let current_seq = current.parse().map_err(|_| {
+            StoreError::Backend(format!(
+                "corrupt seq {current:?} of task {task_id} in redis"
+            ))
+        })?;
+        Err(StoreError::Conflict {
+            task_id: task_id.to_owned(),
+            current_seq,
+        })
+    }
+
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredEvent>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Entry ids are `{seq}-0`, so `{after}-1` is the first id past `after` (and, unlike
+        // `(` ranges, works on every Redis with streams).
+        let reply: StreamRangeReply = ::redis::cmd("XRANGE")
+            .arg(self.keys.events(task_id))
+            .arg(format!("{after}-1"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(limit.min(i64::MAX as usize))
+            .query_async(&mut self.conn())
+            .await
+            .map_err(self.err("read a task's events"))?;
+        reply
+            .ids
+            .iter()
+            .map(|entry| match entry.map.get("e") {
+                Some(Value::BulkString(bytes)) => decode("event", bytes),
+                _ => Err(StoreError::Backend(format!(
+                    "corrupt event {} of task {task_id} in redis: no `e` field",
+                    entry.id
+                ))),
+            })
+            .collect()
+    }
+
+    async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
+        // Scores are whole millis, so this bound keeps a superset; `matches` is exact.
+        let min = query
+            .status_after
+            .map_or_else(|| "-inf".to_owned(), |t| t.timestamp_millis().to_string());
+        let ids: Vec<String> = ::redis::cmd("ZREVRANGEBYSCORE")
+            .arg(self.keys.index(&query.agent, &query.owner))
+            .arg("+inf")
+            .arg(min)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(self.err("list tasks"))?;
+        let matching = self
+            .records(&ids)
+            .await?
+            .into_iter()
+            .filter(|r| query.matches(r))
+            .collect();
+        Ok(query.paginate(matching))
+    }
+
+    async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
+        let ids: Vec<String> = ::redis::cmd("ZRANGE")
+            .arg(self.keys.tasks())
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(self.err("list all tasks"))?;
+        self.records(&ids).await
+    }
+
+    async fn delete(&self, task_id: &str) -> StoreResult<bool> {
+        let existed: i64 = scripts::DELETE_TASK
+            .key(self.keys.task(task_id))
+            .key(self.keys.events(task_id))
+            .key(self.keys.tasks())
+            .arg(task_id)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(self.err("delete a task"))?;
+        Ok(existed == 1)
+    }
+}
