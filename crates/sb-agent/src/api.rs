@@ -74,6 +74,8 @@ pub struct Reporter {
     tasks: Arc<dyn TaskService>,
     task_id: String,
     kept_open: Arc<AtomicBool>,
+    /// Set once the agent reported a final or waiting state (the end of its turn).
+    ended: Arc<AtomicBool>,
     /// Text streamed so far per artifact id (with its name), for the authoritative full
     /// artifact sent before completion.
     streamed: Arc<parking_lot::Mutex<std::collections::BTreeMap<String, (String, String)>>>,
@@ -85,6 +87,7 @@ impl Reporter {
             tasks,
             task_id,
             kept_open: Arc::new(AtomicBool::new(false)),
+            ended: Arc::new(AtomicBool::new(false)),
             streamed: Arc::default(),
         }
     }
@@ -131,7 +134,18 @@ impl Reporter {
     async fn status(&self, state: TaskState, text: Option<String>) -> Result<Task, A2AError> {
         let message = text.map(Message::agent_text);
         let update = TaskUpdate::Status { state, message };
-        Ok(self.tasks.update(&self.task_id, update).await?.task)
+        let task = self.tasks.update(&self.task_id, update).await?.task;
+        if state.is_terminal() || state.is_interrupted() {
+            self.ended.store(true, Ordering::SeqCst);
+        }
+        Ok(task)
+    }
+
+    /// Whether the turn needs no settling: the agent ended it with a final or waiting
+    /// state, or kept the task open on purpose. Settling such a turn would race the
+    /// client's next message (a resumed task is working again, but not this turn's).
+    pub fn settled_by_agent(&self) -> bool {
+        self.ended.load(Ordering::SeqCst) || self.is_kept_open()
     }
 
     /// Working, with an optional progress message (kept on the task as its status).

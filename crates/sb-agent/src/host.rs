@@ -81,7 +81,7 @@ impl AgentHost {
                 () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
             };
             watcher.abort();
-            if !(kept_open.is_kept_open() && matches!(outcome, Some(Ok(())))) {
+            if !(kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())))) {
                 settle(&*tasks, &task_id, outcome).await;
             }
             let _ = turn_over.send(());

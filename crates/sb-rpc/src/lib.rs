@@ -23,3 +23,4 @@ pub mod fanout;
 pub mod registry;
 pub mod tasks;
 pub mod wire;
+pub mod workers;

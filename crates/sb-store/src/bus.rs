@@ -78,15 +78,15 @@ impl EventBus for LocalBus {
         Ok(self.all.subscribe())
     }
 
-    async fn announce_turn_over(&self, task_id: &str) -> StoreResult<()> {
-        let watchers = self.turn_watchers.lock().remove(task_id);
+    async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()> {
+        let watchers = self.turn_watchers.lock().remove(turn_key);
         for watcher in watchers.into_iter().flatten() {
             let _ = watcher.send(());
         }
         Ok(())
     }
 
-    async fn watch_turn(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+    async fn watch_turn(&self, turn_key: &str) -> StoreResult<oneshot::Receiver<()>> {
         let (sender, receiver) = oneshot::channel();
         let mut watchers = self.turn_watchers.lock();
         // Forget watchers whose waiter gave up, so abandoned waits cost nothing.
@@ -94,7 +94,10 @@ impl EventBus for LocalBus {
             list.retain(|w| !w.is_closed());
             !list.is_empty()
         });
-        watchers.entry(task_id.to_owned()).or_default().push(sender);
+        watchers
+            .entry(turn_key.to_owned())
+            .or_default()
+            .push(sender);
         Ok(receiver)
     }
 }

@@ -6,7 +6,8 @@
 //! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`].
 //! - [`memory`]: an in-memory backend for tests.
 //! - [`redb_store`]: the embedded durable backend (one file, group commit).
-//! - [`queue`]: the durable per-agent turn queue remote workers take from.
+//! - [`queue`]: the durable per-agent turn queue remote workers take from;
+//!   [`redis_queue`] keeps it in Redis Streams.
 //! - [`bus`]: the in-process event bus (one broadcast channel per watched task).
 //! - [`mod@redis`]: the shared backend for several replicas: [`RedisStore`] (hashes, streams,
 //!   one Lua script per commit) and [`RedisBus`] (pub/sub per task, consumer groups for
@@ -22,6 +23,7 @@ pub mod queue;
 pub mod record;
 pub mod redb_store;
 pub mod redis;
+pub mod redis_queue;
 #[doc(hidden)]
 pub mod suite;
 pub mod traits;
@@ -32,4 +34,5 @@ pub use queue::{Leased, WorkItem, WorkQueue};
 pub use record::*;
 pub use redb_store::RedbStore;
 pub use redis::{RedisBus, RedisStore};
+pub use redis_queue::RedisWorkQueue;
 pub use traits::*;

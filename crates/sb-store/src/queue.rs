@@ -20,12 +20,23 @@ pub struct WorkItem {
     pub agent: String,
     pub owner: String,
     pub message: Message,
+    /// Names this turn among the task's turns: the end of a turn is announced under
+    /// [`WorkItem::turn_key`], so a late end of the previous turn is not taken for it.
+    #[serde(default)]
+    pub turn_id: String,
     /// How many times the turn was handed out before (after lost workers).
     #[serde(default)]
     pub redeliveries: u32,
     /// W3C trace context of the request that queued the turn ("" = none).
     #[serde(default)]
     pub traceparent: String,
+}
+
+impl WorkItem {
+    /// The key its end is announced under on the bus.
+    pub fn turn_key(&self) -> String {
+        format!("{}/{}", self.task_id, self.turn_id)
+    }
 }
 
 /// A taken turn, identified by its queue entry.

@@ -99,21 +99,11 @@ pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
     /// the durable log, so consumers keep their own durable cursors or act idempotently.
     async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>>;
 
-    /// Announces, to every process, that the current agent turn on the task is over
-    /// (not an A2A event: nothing is logged; whoever waits for the turn stops waiting).
-    async fn announce_turn_over(&self, task_id: &str) -> StoreResult<()> {
-        let _ = task_id;
-        Err(StoreError::Backend(
-            "this event bus cannot carry turn signals".into(),
-        ))
-    }
+    /// Announces, to every process, that the agent turn `turn_key` (task id and turn
+    /// id) is over: not an A2A event, nothing is logged; whoever waits for it stops.
+    async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()>;
 
-    /// Resolves at the next [`EventBus::announce_turn_over`] for the task, from any
+    /// Resolves at the next [`EventBus::announce_turn_over`] of `turn_key`, from any
     /// process; in place when this returns.
-    async fn watch_turn(&self, task_id: &str) -> StoreResult<tokio::sync::oneshot::Receiver<()>> {
-        let _ = task_id;
-        Err(StoreError::Backend(
-            "this event bus cannot carry turn signals".into(),
-        ))
-    }
+    async fn watch_turn(&self, turn_key: &str) -> StoreResult<tokio::sync::oneshot::Receiver<()>>;
 }

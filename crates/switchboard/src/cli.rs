@@ -1,4 +1,5 @@
-//! The command line: `switchboard serve` (the default) and `switchboard health`.
+//! The command line: `switchboard serve` (the default), `switchboard worker` and
+//! `switchboard health`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,13 +28,31 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve A2A (all services in one process, embedded durable store).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Run the configured agents as a remote worker of the task-state service.
+    Worker(WorkerArgs),
     /// Exit 0 if a switchboard answers `GET /healthz` at ADDR (for container health
     /// checks, where no curl exists).
     Health {
         #[arg(default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct WorkerArgs {
+    /// The task-state service (comma-separated replica URLs, `http://host:port`).
+    #[arg(long, env = "SWITCHBOARD_TASKS_URL")]
+    tasks_url: String,
+    /// TOML configuration file (the same as the services'; its agents are run).
+    #[arg(long, env = "SWITCHBOARD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Run only these agents (comma-separated); default: every configured agent.
+    #[arg(long, env = "SWITCHBOARD_WORKER_AGENTS", value_delimiter = ',')]
+    agents: Vec<String>,
+    /// Turns run at once.
+    #[arg(long, env = "SWITCHBOARD_WORKER_CAPACITY", default_value_t = 64)]
+    capacity: u32,
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -74,6 +93,22 @@ struct ServeArgs {
     /// Enables the admin endpoints (`/admin/…`, e.g. dead letters) for this bearer token.
     #[arg(long, env = "SWITCHBOARD_ADMIN_TOKEN")]
     admin_token: Option<String>,
+    /// Run only these services (comma-separated: gateway, tasks, fanout, dispatcher,
+    /// registry); without it every service runs in this one process.
+    #[arg(long, env = "SWITCHBOARD_SERVICES", value_delimiter = ',')]
+    services: Vec<String>,
+    /// Shared state in Redis: `redis://[:password@]host:port/db`, or `rediss://` for TLS.
+    #[arg(long, env = "SWITCHBOARD_BACKEND")]
+    backend: Option<String>,
+    /// The task-state service (comma-separated replica URLs, `http://host:port`).
+    #[arg(long, env = "SWITCHBOARD_TASKS_URL")]
+    tasks_url: Option<String>,
+    /// The fan-out service (comma-separated replica URLs).
+    #[arg(long, env = "SWITCHBOARD_FANOUT_URL")]
+    fanout_url: Option<String>,
+    /// The registry service (comma-separated replica URLs).
+    #[arg(long, env = "SWITCHBOARD_REGISTRY_URL")]
+    registry_url: Option<String>,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -83,22 +118,14 @@ struct ServeArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
-        Some(Command::Serve(args)) => args,
+        Some(Command::Serve(args)) => *args,
         Some(Command::Health { addr }) => return health(addr),
+        Some(Command::Worker(args)) => return worker(args),
         None => ServeArgs::default_from_env(),
     };
-    let file = match &args.config {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                eprintln!(
-                    "switchboard: cannot read config file {}: {e}",
-                    path.display()
-                );
-                return ExitCode::from(EXIT_USAGE);
-            }
-        },
-        None => None,
+    let file = match read_config(args.config.as_ref()) {
+        Ok(file) => file,
+        Err(code) => return code,
     };
     let overrides = Overrides {
         listen: args.listen,
@@ -110,6 +137,11 @@ pub fn main() -> ExitCode {
         webhook_allow: args.webhook_allow,
         auth_tokens: args.auth_tokens,
         admin_token: args.admin_token,
+        services: args.services,
+        backend: args.backend,
+        tasks_url: args.tasks_url,
+        fanout_url: args.fanout_url,
+        registry_url: args.registry_url,
     };
     let config = match config::load(file.as_deref(), overrides) {
         Ok(config) => config,
@@ -127,15 +159,9 @@ pub fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("switchboard: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let result = runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
@@ -147,6 +173,66 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "switchboard stopped");
+            eprintln!("switchboard: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read_config(path: Option<&PathBuf>) -> Result<Option<String>, ExitCode> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    std::fs::read_to_string(path).map(Some).map_err(|e| {
+        eprintln!(
+            "switchboard: cannot read config file {}: {e}",
+            path.display()
+        );
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("switchboard: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        })
+}
+
+fn worker(args: WorkerArgs) -> ExitCode {
+    let file = match read_config(args.config.as_ref()) {
+        Ok(file) => file,
+        Err(code) => return code,
+    };
+    let config = match config::load(file.as_deref(), Overrides::default()) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("switchboard: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if args.capacity == 0 {
+        eprintln!("switchboard: --capacity must be at least 1");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    init_logging();
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let result = runtime.block_on(crate::worker::work(
+        &config,
+        &args.tasks_url,
+        &args.agents,
+        args.capacity,
+        shutdown_signal(),
+    ));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
             eprintln!("switchboard: {e:#}");
             ExitCode::FAILURE
         }

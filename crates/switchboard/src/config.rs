@@ -42,8 +42,25 @@ pub struct Config {
     pub max_tasks_in_flight_per_principal: usize,
     /// Bearer token of the admin endpoints (`/admin/…`); they are off without one.
     pub admin_token: Option<String>,
+    /// The services this process runs (`gateway`, `tasks`, `fanout`, `dispatcher`,
+    /// `registry`); empty runs them all in one process (agents in process too).
+    pub services: Vec<String>,
+    /// Shared state: `redis://[:password@]host:port/db` or `rediss://…` (TLS). Without
+    /// it the all-in-one uses the embedded store; split services require it.
+    pub backend: Option<String>,
+    /// Prefix of every Redis key, so several deployments can share one Redis.
+    pub redis_prefix: String,
+    /// The task-state service's replicas (comma-separated `http://host:port`).
+    pub tasks_url: Option<String>,
+    /// The fan-out service's replicas.
+    pub fanout_url: Option<String>,
+    /// The registry service's replicas.
+    pub registry_url: Option<String>,
     pub agents: Vec<AgentConfig>,
 }
+
+/// The services of a split deployment.
+pub const SERVICES: [&str; 5] = ["gateway", "tasks", "fanout", "dispatcher", "registry"];
 
 /// One hosted agent.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -66,6 +83,13 @@ pub struct AgentConfig {
     /// Signs this agent's webhooks (Standard Webhooks): `whsec_<base64>` or 16+ characters.
     #[serde(default)]
     pub webhook_secret: Option<String>,
+    /// Split deployment: turns queued or running at most before new tasks are rejected.
+    #[serde(default)]
+    pub max_queued: Option<usize>,
+    /// Split deployment: what happens to a turn whose worker is lost: `fail` (default)
+    /// or `reassign` (queue it again, up to 3 times).
+    #[serde(default)]
+    pub on_worker_lost: Option<String>,
 }
 
 /// Credentials an agent accepts; any one of them identifies the caller.
@@ -150,6 +174,12 @@ impl Default for Config {
             max_streams_per_principal: 10_000,
             max_tasks_in_flight_per_principal: 10_000,
             admin_token: None,
+            services: Vec::new(),
+            backend: None,
+            redis_prefix: "sb:".into(),
+            tasks_url: None,
+            fanout_url: None,
+            registry_url: None,
             agents: default_agents(),
         }
     }
@@ -174,6 +204,8 @@ fn default_agents() -> Vec<AgentConfig> {
         card: card.map(str::to_owned),
         auth: None,
         webhook_secret: None,
+        max_queued: None,
+        on_worker_lost: None,
     };
     vec![
         agent("echo", None),
@@ -196,6 +228,11 @@ pub struct Overrides {
     /// Added to the configured `PRINCIPAL=TOKEN` bearer tokens.
     pub auth_tokens: Vec<String>,
     pub admin_token: Option<String>,
+    pub services: Vec<String>,
+    pub backend: Option<String>,
+    pub tasks_url: Option<String>,
+    pub fanout_url: Option<String>,
+    pub registry_url: Option<String>,
 }
 
 /// Builds the configuration from an optional TOML document and the overrides, and
@@ -228,7 +265,21 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
     if overrides.admin_token.is_some() {
         config.admin_token = overrides.admin_token;
     }
+    if !overrides.services.is_empty() {
+        config.services = overrides.services;
+    }
+    for (value, slot) in [
+        (overrides.backend, &mut config.backend),
+        (overrides.tasks_url, &mut config.tasks_url),
+        (overrides.fanout_url, &mut config.fanout_url),
+        (overrides.registry_url, &mut config.registry_url),
+    ] {
+        if value.is_some() {
+            *slot = value;
+        }
+    }
     validate(&config)?;
+    validate_topology(&config)?;
     Ok(config)
 }
 
@@ -327,6 +378,75 @@ fn validate(config: &Config) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The split-deployment settings: known services, shared state, where the others are.
+fn validate_topology(config: &Config) -> Result<(), String> {
+    for service in &config.services {
+        if !SERVICES.contains(&service.as_str()) {
+            return Err(format!(
+                "unknown service \"{service}\" (expected some of {})",
+                SERVICES.join(", ")
+            ));
+        }
+    }
+    if let Some(url) = &config.backend
+        && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+    {
+        return Err("backend must be a redis:// or rediss:// URL".into());
+    }
+    if !config.services.is_empty() {
+        let runs = |s: &str| config.services.iter().any(|x| x == s);
+        let stateful = ["tasks", "fanout", "dispatcher"].iter().any(|s| runs(s));
+        if stateful && config.backend.is_none() {
+            return Err(
+                "the tasks, fanout and dispatcher services share state through Redis: set --backend redis://…"
+                    .into(),
+            );
+        }
+        if runs("gateway") {
+            for (needed, url, flag) in [
+                ("tasks", &config.tasks_url, "--tasks-url"),
+                ("fanout", &config.fanout_url, "--fanout-url"),
+                ("registry", &config.registry_url, "--registry-url"),
+            ] {
+                if !runs(needed) && url.is_none() {
+                    return Err(format!(
+                        "the gateway needs the {needed} service: run it here (--services) or give {flag}"
+                    ));
+                }
+            }
+        }
+    }
+    for agent in &config.agents {
+        if let Some(policy) = &agent.on_worker_lost
+            && policy != "fail"
+            && policy != "reassign"
+        {
+            return Err(format!(
+                "agent \"{}\": on_worker_lost must be \"fail\" or \"reassign\", not \"{policy}\"",
+                agent.name
+            ));
+        }
+        if agent.max_queued == Some(0) {
+            return Err(format!(
+                "agent \"{}\": max_queued must be positive",
+                agent.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Whether this process runs `service` (every service when none is named).
+    pub fn runs(&self, service: &str) -> bool {
+        self.services.is_empty() || self.services.iter().any(|s| s == service)
+    }
+
+    pub fn is_split(&self) -> bool {
+        !self.services.is_empty()
+    }
 }
 
 /// Parses a `PRINCIPAL=TOKEN` entry.

@@ -4,11 +4,19 @@
 //! # Layout
 //! - [`cli`]: the command line (`serve`, `health`), logging and signals.
 //! - [`config`]: the configuration tree and its pure loader.
-//! - [`serve`]: builds the store, the services and the gateway, and runs until shutdown.
+//! - [`serve`]: the all-in-one deployment (the default), running until shutdown.
+//! - [`split`]: any subset of the services, sharing state through Redis and calling
+//!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
+//! - `agents`, `backend`, `observe`: the configured agents, where state lives, metrics.
 
+mod agents;
+mod backend;
 pub mod cli;
 pub mod config;
+mod observe;
 pub mod serve;
+pub mod split;
+pub mod worker;
 
 pub use cli::main;
 pub use serve::serve;

@@ -129,10 +129,10 @@ impl EventBus for RedisBus {
         self.inner.groups.subscribe(group).await
     }
 
-    async fn announce_turn_over(&self, task_id: &str) -> StoreResult<()> {
+    async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()> {
         self.check_running()?;
         ::redis::cmd("PUBLISH")
-            .arg(self.inner.keys.turn_channel(task_id))
+            .arg(self.inner.keys.turn_channel(turn_key))
             .arg("")
             .query_async::<i64>(&mut self.inner.commands.clone())
             .await
@@ -142,8 +142,8 @@ impl EventBus for RedisBus {
 
     /// When the pub/sub connection breaks before the announcement, the receiver fails
     /// (its sender is dropped): the waiter cannot know, and should check the task.
-    async fn watch_turn(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+    async fn watch_turn(&self, turn_key: &str) -> StoreResult<oneshot::Receiver<()>> {
         self.check_running()?;
-        self.inner.pubsub.turn(task_id).await
+        self.inner.pubsub.turn(turn_key).await
     }
 }

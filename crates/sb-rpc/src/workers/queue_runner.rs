@@ -1,0 +1,88 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sb_agent::TurnRunner;
+use sb_protocol::{A2AError, Message, TaskState};
+use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
+use sb_tasks::{TaskService, TaskUpdate};
+use tokio::sync::oneshot;
+
+use super::QueuePolicy;
+
+#[derive(Debug, Clone)]
+pub struct QueueRunner {
+    pub queue: Arc<dyn WorkQueue>,
+    pub bus: Arc<dyn EventBus>,
+    pub tasks: Arc<dyn TaskService>,
+    /// The agents served, with their queue policy.
+    pub policies: Arc<BTreeMap<String, QueuePolicy>>,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> A2AError {
+    tracing::error!(error = %e, "turn queue failure");
+    A2AError::internal("the agent turn queue is unavailable; try again").retryable(true)
+}
+
+#[async_trait]
+impl TurnRunner for QueueRunner {
+    fn serves(&self, agent: &str) -> bool {
+        self.policies.contains_key(agent)
+    }
+
+    /// Decided at the edge, where the agent's code is known; the queue has none.
+    fn direct_reply(&self, _agent: &str, _message: &Message) -> Option<Message> {
+        None
+    }
+
+    async fn dispatch(
+        &self,
+        record: &TaskRecord,
+        message: Message,
+    ) -> Result<oneshot::Receiver<()>, A2AError> {
+        let task_id = record.task.id.clone();
+        let policy = self
+            .policies
+            .get(&record.agent)
+            .cloned()
+            .unwrap_or_default();
+        let item = WorkItem {
+            task_id: task_id.clone(),
+            agent: record.agent.clone(),
+            owner: record.owner.clone(),
+            message,
+            turn_id: uuid::Uuid::new_v4().simple().to_string(),
+            redeliveries: 0,
+            traceparent: String::new(),
+        };
+        // Watch before queuing, so a turn over at once is not missed.
+        let turn = self
+            .bus
+            .watch_turn(&item.turn_key())
+            .await
+            .map_err(unavailable)?;
+        if self
+            .queue
+            .push(&item, policy.max_queued)
+            .await
+            .map_err(unavailable)?
+        {
+            return Ok(turn);
+        }
+        // Rejected, not failed: the agent was never tried; the client may retry later.
+        let reason = format!(
+            "agent {} has no capacity: {} turns are already queued or running; try again later",
+            record.agent, policy.max_queued
+        );
+        tracing::warn!(task_id, agent = %record.agent, "turn queue full; task rejected");
+        let update = TaskUpdate::Status {
+            state: TaskState::Rejected,
+            message: Some(Message::agent_text(reason)),
+        };
+        let running = [TaskState::Submitted, TaskState::Working];
+        self.tasks.update_if(&task_id, &running, update).await?;
+        let (over, turn) = oneshot::channel();
+        let _ = over.send(());
+        Ok(turn)
+    }
+}

@@ -1,0 +1,195 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use sb_agent::{Agent, AgentError, Reporter, TaskContext};
+use sb_protocol::Message;
+use sb_store::TaskRecord;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use super::HEARTBEAT;
+use crate::pb;
+use crate::pb::worker_command::Kind as Command;
+use crate::pb::worker_message::Kind as Report;
+use crate::tasks::TaskStateClient;
+use crate::wire::{connect, from_json};
+
+/// How long a canceled agent may take to notice before its run is dropped (as in process).
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The task-state service (comma-separated replica URLs).
+    pub tasks_url: String,
+    /// Unique per worker process; shows in the service's logs.
+    pub worker_id: String,
+    /// Turns run at once.
+    pub capacity: u32,
+    pub agents: BTreeMap<String, Arc<dyn Agent>>,
+}
+
+type Runs = Arc<Mutex<HashMap<String, CancellationToken>>>;
+
+/// Serves turns until `stop`, reconnecting (with backoff) whenever the connection to
+/// the task-state service is lost. Turns running when a connection is lost are
+/// canceled here: the service has already re-queued or failed them.
+pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Result<(), String> {
+    let channel = connect(&options.tasks_url)?;
+    let tasks: Arc<dyn sb_tasks::TaskService> =
+        Arc::new(TaskStateClient::new(channel.clone(), BTreeMap::new()));
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let runs = Runs::default();
+        let session = attach(
+            &options,
+            channel.clone(),
+            tasks.clone(),
+            runs.clone(),
+            stop.clone(),
+        );
+        match session.await {
+            Ok(()) if stop.is_cancelled() => {
+                cancel_all(&runs);
+                return Ok(());
+            }
+            Ok(()) => {
+                tracing::warn!("task-state service closed the worker stream; reconnecting");
+                backoff = Duration::from_millis(200);
+            }
+            Err(e) => tracing::warn!(error = %e, "worker connection failed; reconnecting"),
+        }
+        cancel_all(&runs);
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+fn cancel_all(runs: &Runs) {
+    for (_, cancel) in runs.lock().drain() {
+        cancel.cancel();
+    }
+}
+
+async fn attach(
+    options: &WorkerOptions,
+    channel: tonic::transport::Channel,
+    tasks: Arc<dyn sb_tasks::TaskService>,
+    runs: Runs,
+    stop: CancellationToken,
+) -> Result<(), String> {
+    let (reports, outbound) = mpsc::channel(64);
+    let hello = pb::WorkerMessage {
+        kind: Some(Report::Hello(pb::Hello {
+            worker_id: options.worker_id.clone(),
+            agents: options.agents.keys().cloned().collect(),
+            capacity: options.capacity,
+        })),
+    };
+    reports.send(hello).await.map_err(|e| e.to_string())?;
+    let mut client =
+        pb::workers_client::WorkersClient::new(channel).max_decoding_message_size(64 * 1024 * 1024);
+    let mut commands = client
+        .attach(ReceiverStream::new(outbound))
+        .await
+        .map_err(|s| format!("{}: {}", s.code(), s.message()))?
+        .into_inner();
+    tracing::info!(worker = %options.worker_id, agents = ?options.agents.keys().collect::<Vec<_>>(), "worker attached");
+    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            _ = heartbeat.tick() => {
+                let beat = pb::WorkerMessage { kind: Some(Report::Heartbeat(pb::Heartbeat {})) };
+                if reports.send(beat).await.is_err() {
+                    return Err("the worker stream closed".into());
+                }
+            }
+            command = commands.message() => match command {
+                Ok(Some(pb::WorkerCommand { kind: Some(Command::Assignment(assignment)) })) => {
+                    start_turn(options, assignment, tasks.clone(), runs.clone(), reports.clone());
+                }
+                Ok(Some(pb::WorkerCommand { kind: Some(Command::Cancel(cancel)) })) => {
+                    if let Some(run) = runs.lock().get(&cancel.assignment_id) {
+                        run.cancel();
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(()),
+                Err(status) => return Err(format!("{}: {}", status.code(), status.message())),
+            },
+        }
+    }
+}
+
+/// Runs one turn like the in-process host does, then reports it over.
+fn start_turn(
+    options: &WorkerOptions,
+    assignment: pb::Assignment,
+    tasks: Arc<dyn sb_tasks::TaskService>,
+    runs: Runs,
+    reports: mpsc::Sender<pb::WorkerMessage>,
+) {
+    let assignment_id = assignment.assignment_id.clone();
+    let decoded = assignment
+        .record
+        .as_ref()
+        .ok_or_else(|| "assignment without a task".to_owned())
+        .and_then(|r| from_json::<TaskRecord>(&r.json, "task record").map_err(|e| e.message))
+        .and_then(|record| {
+            let message: Message =
+                from_json(&assignment.message_json, "message").map_err(|e| e.message)?;
+            Ok((record, message))
+        });
+    let cancel = CancellationToken::new();
+    let agent = decoded
+        .as_ref()
+        .ok()
+        .and_then(|(record, _)| options.agents.get(&record.agent).cloned());
+    runs.lock().insert(assignment_id.clone(), cancel.clone());
+    tokio::spawn(async move {
+        let (settled_by_agent, error) = match (decoded, agent) {
+            (Err(e), _) => (false, e),
+            (Ok((record, _)), None) => (
+                false,
+                format!("this worker does not run agent {}", record.agent),
+            ),
+            (Ok((record, message)), Some(agent)) => {
+                let reporter = Reporter::new(tasks, record.task.id.clone());
+                let ctx = TaskContext {
+                    task: record.task,
+                    message,
+                    cancel: cancel.clone(),
+                };
+                let kept = reporter.clone();
+                let outcome = tokio::select! {
+                    result = agent.execute(ctx, reporter) => Some(result),
+                    () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
+                };
+                match outcome {
+                    Some(Ok(())) => (kept.settled_by_agent(), String::new()),
+                    Some(Err(AgentError(e))) => (false, e),
+                    None => (
+                        false,
+                        "the agent did not stop after cancellation".to_owned(),
+                    ),
+                }
+            }
+        };
+        runs.lock().remove(&assignment_id);
+        let done = pb::WorkerMessage {
+            kind: Some(Report::TurnDone(pb::TurnDone {
+                task_id: String::new(),
+                assignment_id,
+                settled_by_agent,
+                error,
+            })),
+        };
+        let _ = reports.send(done).await;
+    });
+}

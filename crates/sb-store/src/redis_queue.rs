@@ -1,0 +1,272 @@
+//! [`WorkQueue`] on Redis Streams: one stream per agent (`{prefix}queue:{agent}`) read
+//! through one consumer group, so each turn is leased to one worker connection at a time
+//! (the stream's pending-entries list is the lease table, its idle time the lease age).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use redis::{AsyncConnectionConfig, Client, Script};
+
+use crate::queue::{Leased, WorkItem, WorkQueue};
+use crate::traits::{StoreError, StoreResult};
+
+const GROUP: &str = "workers";
+
+/// Queues only below the limit, atomically with the length check.
+const PUSH: &str = r#"
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], '*', 'i', ARGV[2])
+return 1
+"#;
+
+#[derive(Clone)]
+pub struct RedisWorkQueue {
+    client: Client,
+    conn: ConnectionManager,
+    prefix: String,
+    push: Script,
+    /// Agents whose group is known to exist.
+    groups: std::sync::Arc<Mutex<HashSet<String>>>,
+    /// Connections for blocking reads, which must not share the multiplexed one (a
+    /// blocked read would hold up every command queued behind it).
+    idle: std::sync::Arc<Mutex<Vec<MultiplexedConnection>>>,
+}
+
+impl std::fmt::Debug for RedisWorkQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisWorkQueue")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+fn backend(e: redis::RedisError) -> StoreError {
+    StoreError::Backend(format!("redis: {e}"))
+}
+
+fn decode(entry: &StreamId) -> Option<Leased> {
+    let raw: Vec<u8> = entry.get("i")?;
+    let item: WorkItem = serde_json::from_slice(&raw).ok()?;
+    Some(Leased {
+        entry_id: entry.id.clone(),
+        item,
+    })
+}
+
+impl RedisWorkQueue {
+    pub async fn connect(url: &str, prefix: &str) -> StoreResult<RedisWorkQueue> {
+        let client = Client::open(url).map_err(|e| {
+            StoreError::Backend(format!(
+                "invalid Redis URL {}: {e}",
+                crate::redis::redact_url(url)
+            ))
+        })?;
+        let conn = ConnectionManager::new(client.clone()).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "redis at {} unreachable: {e}",
+                crate::redis::redact_url(url)
+            ))
+        })?;
+        Ok(RedisWorkQueue {
+            client,
+            conn,
+            prefix: prefix.to_owned(),
+            push: Script::new(PUSH),
+            groups: Default::default(),
+            idle: Default::default(),
+        })
+    }
+
+    fn key(&self, agent: &str) -> String {
+        format!("{}queue:{agent}", self.prefix)
+    }
+
+    async fn ensure_group(&self, agent: &str) -> StoreResult<()> {
+        if self.groups.lock().contains(agent) {
+            return Ok(());
+        }
+        let mut conn = self.conn.clone();
+        let created: redis::RedisResult<()> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(self.key(agent))
+            .arg(GROUP)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query_async(&mut conn)
+            .await;
+        match created {
+            Ok(()) => {}
+            Err(e) if e.code() == Some("BUSYGROUP") => {}
+            Err(e) => return Err(backend(e)),
+        }
+        self.groups.lock().insert(agent.to_owned());
+        Ok(())
+    }
+
+    async fn blocking_connection(&self) -> StoreResult<MultiplexedConnection> {
+        if let Some(conn) = self.idle.lock().pop() {
+            return Ok(conn);
+        }
+        let config = AsyncConnectionConfig::new().set_response_timeout(None);
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(backend)
+    }
+}
+
+#[async_trait]
+impl WorkQueue for RedisWorkQueue {
+    async fn push(&self, item: &WorkItem, limit: usize) -> StoreResult<bool> {
+        self.ensure_group(&item.agent).await?;
+        let json = serde_json::to_vec(item).map_err(StoreError::backend)?;
+        let mut conn = self.conn.clone();
+        let queued: i64 = self
+            .push
+            .key(self.key(&item.agent))
+            .arg(limit.min(i64::MAX as usize) as i64)
+            .arg(json)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(queued == 1)
+    }
+
+    async fn take(
+        &self,
+        agents: &[String],
+        consumer: &str,
+        wait: Duration,
+    ) -> StoreResult<Option<Leased>> {
+        for agent in agents {
+            self.ensure_group(agent).await?;
+        }
+        let mut conn = self.blocking_connection().await?;
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(GROUP)
+            .arg(consumer)
+            .arg("COUNT")
+            .arg(1)
+            .arg("BLOCK")
+            .arg(wait.as_millis().max(1) as u64)
+            .arg("STREAMS");
+        for agent in agents {
+            cmd.arg(self.key(agent));
+        }
+        for _ in agents {
+            cmd.arg(">");
+        }
+        let reply: Option<StreamReadReply> = cmd.query_async(&mut conn).await.map_err(backend)?;
+        self.idle.lock().push(conn);
+        let Some(entry) = reply
+            .iter()
+            .flat_map(|r| &r.keys)
+            .flat_map(|k| &k.ids)
+            .next()
+        else {
+            return Ok(None);
+        };
+        match decode(entry) {
+            Some(leased) => Ok(Some(leased)),
+            None => {
+                // Not ours to run: a malformed entry would otherwise be retried forever.
+                tracing::error!(entry = %entry.id, "dropping a malformed queue entry");
+                let agent = agents.iter().find(|a| {
+                    reply
+                        .iter()
+                        .flat_map(|r| &r.keys)
+                        .any(|k| k.key == self.key(a))
+                });
+                if let Some(agent) = agent {
+                    self.finish(agent, &entry.id).await?;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    async fn renew(&self, agent: &str, consumer: &str, entry_ids: &[String]) -> StoreResult<()> {
+        if entry_ids.is_empty() {
+            return Ok(());
+        }
+        // Claiming one's own entries resets their idle time: that is the lease renewal.
+        let mut cmd = redis::cmd("XCLAIM");
+        cmd.arg(self.key(agent)).arg(GROUP).arg(consumer).arg(0);
+        for id in entry_ids {
+            cmd.arg(id);
+        }
+        cmd.arg("JUSTID");
+        let mut conn = self.conn.clone();
+        let _: redis::Value = cmd.query_async(&mut conn).await.map_err(backend)?;
+        Ok(())
+    }
+
+    async fn finish(&self, agent: &str, entry_id: &str) -> StoreResult<()> {
+        let key = self.key(agent);
+        let mut conn = self.conn.clone();
+        let _: () = redis::pipe()
+            .atomic()
+            .cmd("XACK")
+            .arg(&key)
+            .arg(GROUP)
+            .arg(entry_id)
+            .ignore()
+            .cmd("XDEL")
+            .arg(&key)
+            .arg(entry_id)
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn reclaim(
+        &self,
+        agent: &str,
+        consumer: &str,
+        min_idle: Duration,
+    ) -> StoreResult<Vec<Leased>> {
+        self.ensure_group(agent).await?;
+        let mut conn = self.conn.clone();
+        let mut start = "0-0".to_owned();
+        let mut claimed = Vec::new();
+        loop {
+            let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+                .arg(self.key(agent))
+                .arg(GROUP)
+                .arg(consumer)
+                .arg(min_idle.as_millis() as u64)
+                .arg(&start)
+                .arg("COUNT")
+                .arg(100)
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            for entry in &reply.claimed {
+                match decode(entry) {
+                    Some(leased) => claimed.push(leased),
+                    None => self.finish(agent, &entry.id).await?,
+                }
+            }
+            if reply.next_stream_id == "0-0" || reply.claimed.is_empty() {
+                return Ok(claimed);
+            }
+            start = reply.next_stream_id;
+        }
+    }
+
+    async fn depth(&self, agent: &str) -> StoreResult<u64> {
+        let mut conn = self.conn.clone();
+        redis::cmd("XLEN")
+            .arg(self.key(agent))
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)
+    }
+}

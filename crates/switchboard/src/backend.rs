@@ -1,0 +1,102 @@
+//! Where state lives: the embedded store (redb, or memory) with the in-process bus, or
+//! Redis shared by every replica.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sb_store::{
+    DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, RedisBus,
+    RedisStore, RedisWorkQueue, TaskStore, WorkQueue,
+};
+use sb_webhooks::{AddressPolicy, DeliveryMetrics, DispatcherConfig};
+
+use crate::config::Config;
+
+/// The backend seen through each storage trait (one object in practice).
+#[derive(Clone, Debug)]
+pub(crate) struct Backend {
+    pub tasks: Arc<dyn TaskStore>,
+    pub push: Arc<dyn PushConfigStore>,
+    pub dead: Arc<dyn DeadLetterStore>,
+    pub bus: Arc<dyn EventBus>,
+    /// The turn queue of remote workers (Redis only).
+    pub queue: Option<Arc<dyn WorkQueue>>,
+}
+
+pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
+    if let Some(url) = &config.backend {
+        let prefix = &config.redis_prefix;
+        let store = Arc::new(RedisStore::connect(url, prefix).await?);
+        let bus = Arc::new(RedisBus::connect(url, prefix).await?);
+        let queue = Arc::new(RedisWorkQueue::connect(url, prefix).await?);
+        tracing::info!(redis = %sb_store::redis::redact_url(url), prefix, "Redis backend connected");
+        return Ok(Backend {
+            tasks: store.clone(),
+            push: store.clone(),
+            dead: store,
+            bus,
+            queue: Some(queue),
+        });
+    }
+    let bus = Arc::new(LocalBus::new());
+    if config.memory {
+        let store = Arc::new(MemoryStore::new());
+        return Ok(Backend {
+            tasks: store.clone(),
+            push: store.clone(),
+            dead: store,
+            bus,
+            queue: None,
+        });
+    }
+    let path = config.data_dir.join("switchboard.redb");
+    let store = Arc::new(RedbStore::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?);
+    tracing::info!(path = %path.display(), "embedded store opened");
+    Ok(Backend {
+        tasks: store.clone(),
+        push: store.clone(),
+        dead: store,
+        bus,
+        queue: None,
+    })
+}
+
+pub(crate) fn dispatcher_config(
+    config: &Config,
+    policy: Arc<AddressPolicy>,
+    metrics: Arc<DeliveryMetrics>,
+) -> DispatcherConfig {
+    DispatcherConfig {
+        metrics,
+        retry_delays: config
+            .webhook_retry_delays_ms
+            .iter()
+            .map(|ms| Duration::from_millis(*ms))
+            .collect(),
+        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
+        policy,
+        signing_secrets: config
+            .agents
+            .iter()
+            .filter_map(|a| {
+                let secret = a.webhook_secret.as_deref()?;
+                let key = sb_webhooks::signing::parse_secret(secret).ok()?;
+                Some((a.name.clone(), key))
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolicy>> {
+    Ok(Arc::new(
+        AddressPolicy::parse(&config.webhook_allow.join(",")).map_err(|e| anyhow::anyhow!(e))?,
+    ))
+}
+
+pub(crate) fn deadlines(config: &Config) -> sb_tasks::DeadlineConfig {
+    sb_tasks::DeadlineConfig {
+        terminal_ttl: Duration::from_secs(config.task_ttl_secs),
+        input_timeout: Duration::from_secs(config.input_timeout_secs),
+        stall_timeout: Duration::from_secs(config.stall_timeout_secs),
+    }
+}

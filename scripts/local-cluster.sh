@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The split deployment as local processes, no Docker needed:
+#
+#   scripts/local-cluster.sh up     # redis-server + every service, waits until healthy
+#   scripts/local-cluster.sh down   # stops them
+#
+# Topology (override with env): GATEWAYS=2 TASKS=2 FANOUTS=2 DISPATCHERS=1 REGISTRIES=1
+# WORKERS=1. Every process inherits SWITCHBOARD_* settings from the environment (e.g.
+# SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32). State lives in $CLUSTER_DIR (default
+# .local-cluster); `$CLUSTER_DIR/processes` gets one line per process, `ROLE PID PORT`
+# (PORT is "-" for workers, which listen on nothing), and logs go to $CLUSTER_DIR/logs.
+# The binary is $SWITCHBOARD_BIN, or target/debug/switchboard built on demand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir="${CLUSTER_DIR:-.local-cluster}"
+procs="$dir/processes"
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+stop_pid() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+down() {
+  [ -f "$procs" ] || { echo "no cluster running in $dir"; return 0; }
+  # Services first, Redis last, so nothing logs a lost backend on the way down.
+  tac "$procs" | while read -r role pid port; do stop_pid "$pid"; done
+  rm -f "$procs"
+  echo "cluster in $dir stopped"
+}
+
+wait_healthy() {
+  local role=$1 port=$2 pid=$3
+  for _ in $(seq 300); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$role on port $port exited; its log:" >&2
+      tail -n 30 "$dir/logs/$role-$port.log" >&2
+      return 1
+    fi
+    "$bin" health "127.0.0.1:$port" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "$role on port $port did not become healthy in 30 s" >&2
+  return 1
+}
+
+up() {
+  if [ -f "$procs" ]; then
+    echo "a cluster is already running in $dir (scripts/local-cluster.sh down first)" >&2
+    exit 1
+  fi
+  bin="${SWITCHBOARD_BIN:-}"
+  if [ -z "$bin" ]; then
+    cargo build --quiet -p switchboard
+    bin=target/debug/switchboard
+  fi
+  command -v redis-server >/dev/null || { echo "redis-server missing: apt-get install -y redis-server" >&2; exit 1; }
+  rm -rf "$dir/logs"; mkdir -p "$dir/logs" "$dir/redis"
+  dir=$(cd "$dir" && pwd); procs="$dir/processes"
+  : > "$procs"
+
+  local redis_port; redis_port=$(free_port)
+  # AOF with fsync every second: a crashed Redis loses at most ~1 s of transitions.
+  redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" \
+    --appendonly yes --appendfsync everysec --save "" \
+    > "$dir/logs/redis-$redis_port.log" 2>&1 &
+  echo "redis $! $redis_port" >> "$procs"
+  for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -p "$redis_port" ping >/dev/null 2>&1 || { echo "redis-server did not start:" >&2; tail -n 5 "$dir/logs/redis-$redis_port.log" >&2; down; exit 1; }
+  export SWITCHBOARD_BACKEND="redis://127.0.0.1:$redis_port/0"
+
+  declare -A ports
+  for role in registry tasks fanout dispatcher gateway; do
+    local var n
+    case $role in
+      registry) n=${REGISTRIES:-1} ;; tasks) n=${TASKS:-2} ;; fanout) n=${FANOUTS:-2} ;;
+      dispatcher) n=${DISPATCHERS:-1} ;; gateway) n=${GATEWAYS:-2} ;;
+    esac
+    ports[$role]=""
+    for _ in $(seq "$n"); do ports[$role]+="$(free_port) "; done
+  done
+  urls() { local out=""; for p in $1; do out+="http://127.0.0.1:$p,"; done; echo "${out%,}"; }
+  local first_gateway; first_gateway=$(echo ${ports[gateway]} | cut -d' ' -f1)
+  export SWITCHBOARD_TASKS_URL; SWITCHBOARD_TASKS_URL=$(urls "${ports[tasks]}")
+  export SWITCHBOARD_FANOUT_URL; SWITCHBOARD_FANOUT_URL=$(urls "${ports[fanout]}")
+  export SWITCHBOARD_REGISTRY_URL; SWITCHBOARD_REGISTRY_URL=$(urls "${ports[registry]}")
+  export SWITCHBOARD_PUBLIC_URL="${SWITCHBOARD_PUBLIC_URL:-http://127.0.0.1:$first_gateway}"
+
+  for role in registry tasks fanout dispatcher gateway; do
+    for port in ${ports[$role]}; do
+      "$bin" serve --services "$role" --listen "127.0.0.1:$port" \
+        > "$dir/logs/$role-$port.log" 2>&1 &
+      echo "$role $! $port" >> "$procs"
+      wait_healthy "$role" "$port" "$!" || { down; exit 1; }
+    done
+  done
+  for i in $(seq "${WORKERS:-1}"); do
+    "$bin" worker > "$dir/logs/worker-$i.log" 2>&1 &
+    echo "worker $! -" >> "$procs"
+  done
+  # A worker is ready once the task-state service logged its attachment.
+  for _ in $(seq 300); do
+    local attached; attached=$(cat "$dir"/logs/tasks-*.log | grep -c "worker attached" || true)
+    [ "$attached" -ge "${WORKERS:-1}" ] && break
+    sleep 0.1
+  done
+  echo "switchboard cluster up: $SWITCHBOARD_PUBLIC_URL"
+  echo "processes: $procs"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac
