@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The split deployment as local processes, no Docker needed:
 #
-#   scripts/local-cluster.sh up     # redis-server + every service, waits until healthy
-#   scripts/local-cluster.sh down   # stops them
+#   scripts/local-cluster.sh up             # redis-server + every service, waits until healthy
+#   scripts/local-cluster.sh down           # stops them
+#   scripts/local-cluster.sh start ROLE     # one more process of ROLE (after a kill, say)
+#   scripts/local-cluster.sh restart-redis  # kill -9 Redis, start it again from its AOF
 #
 # Topology (override with env): GATEWAYS=2 TASKS=2 FANOUTS=2 DISPATCHERS=1 REGISTRIES=1
 # WORKERS=1. Every process inherits SWITCHBOARD_* settings from the environment (e.g.
-# SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32). State lives in $CLUSTER_DIR (default
-# .local-cluster); `$CLUSTER_DIR/processes` gets one line per process, `ROLE PID PORT`
-# (PORT is "-" for workers, which listen on nothing), and logs go to $CLUSTER_DIR/logs.
-# The binary is $SWITCHBOARD_BIN, or target/debug/switchboard built on demand.
+# SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32, SWITCHBOARD_CONFIG=file.toml). State lives in
+# $CLUSTER_DIR (default .local-cluster); `$CLUSTER_DIR/processes` gets one line per
+# process, `ROLE PID PORT` (PORT is "-" for workers, which listen on nothing), and logs
+# go to $CLUSTER_DIR/logs. The binary is $SWITCHBOARD_BIN, or target/debug/switchboard
+# built on demand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +33,8 @@ stop_pid() {
 down() {
   [ -f "$procs" ] || { echo "no cluster running in $dir"; return 0; }
   # Services first, Redis last, so nothing logs a lost backend on the way down.
-  tac "$procs" | while read -r role pid port; do stop_pid "$pid"; done
-  rm -f "$procs"
+  tac "$procs" | while read -r _ pid _; do stop_pid "$pid"; done
+  rm -f "$procs" "$dir/env"
   echo "cluster in $dir stopped"
 }
 
@@ -50,6 +53,48 @@ wait_healthy() {
   return 1
 }
 
+start_redis() {
+  local port=$1
+  # AOF with fsync every second: a crashed Redis loses at most ~1 s of transitions.
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/redis" \
+    --appendonly yes --appendfsync everysec --save "" \
+    >> "$dir/logs/redis-$port.log" 2>&1 &
+  echo "redis $! $port" >> "$procs"
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
+    sleep 0.1
+  done
+  echo "redis-server did not start:" >&2
+  tail -n 5 "$dir/logs/redis-$port.log" >&2
+  return 1
+}
+
+start_service() {
+  local role=$1 port=${2:-}
+  [ -n "$port" ] || port=$(free_port)
+  "$bin" serve --services "$role" --listen "127.0.0.1:$port" >> "$dir/logs/$role-$port.log" 2>&1 &
+  local pid=$!
+  echo "$role $pid $port" >> "$procs"
+  wait_healthy "$role" "$port" "$pid"
+}
+
+attachments() {
+  cat "$dir"/logs/tasks-*.log 2>/dev/null | grep -c "worker attached" || true
+}
+
+# A worker is ready once a task-state service logged one more attachment.
+start_worker() {
+  local before; before=$(attachments)
+  "$bin" worker >> "$dir/logs/worker-$(date +%s%N).log" 2>&1 &
+  echo "worker $! -" >> "$procs"
+  for _ in $(seq 300); do
+    [ "$(attachments)" -gt "$before" ] && return 0
+    sleep 0.1
+  done
+  echo "the worker did not attach in 30 s" >&2
+  return 1
+}
+
 up() {
   if [ -f "$procs" ]; then
     echo "a cluster is already running in $dir (scripts/local-cluster.sh down first)" >&2
@@ -60,24 +105,20 @@ up() {
     cargo build --quiet -p switchboard
     bin=target/debug/switchboard
   fi
+  bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
   command -v redis-server >/dev/null || { echo "redis-server missing: apt-get install -y redis-server" >&2; exit 1; }
-  rm -rf "$dir/logs"; mkdir -p "$dir/logs" "$dir/redis"
+  rm -rf "$dir/logs"
+  mkdir -p "$dir/logs" "$dir/redis"
   dir=$(cd "$dir" && pwd); procs="$dir/processes"
   : > "$procs"
 
   local redis_port; redis_port=$(free_port)
-  # AOF with fsync every second: a crashed Redis loses at most ~1 s of transitions.
-  redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" \
-    --appendonly yes --appendfsync everysec --save "" \
-    > "$dir/logs/redis-$redis_port.log" 2>&1 &
-  echo "redis $! $redis_port" >> "$procs"
-  for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-cli -p "$redis_port" ping >/dev/null 2>&1 || { echo "redis-server did not start:" >&2; tail -n 5 "$dir/logs/redis-$redis_port.log" >&2; down; exit 1; }
+  start_redis "$redis_port" || { down; exit 1; }
   export SWITCHBOARD_BACKEND="redis://127.0.0.1:$redis_port/0"
 
   declare -A ports
+  local role n
   for role in registry tasks fanout dispatcher gateway; do
-    local var n
     case $role in
       registry) n=${REGISTRIES:-1} ;; tasks) n=${TASKS:-2} ;; fanout) n=${FANOUTS:-2} ;;
       dispatcher) n=${DISPATCHERS:-1} ;; gateway) n=${GATEWAYS:-2} ;;
@@ -85,37 +126,61 @@ up() {
     ports[$role]=""
     for _ in $(seq "$n"); do ports[$role]+="$(free_port) "; done
   done
-  urls() { local out=""; for p in $1; do out+="http://127.0.0.1:$p,"; done; echo "${out%,}"; }
+  urls() { local out="" p; for p in $1; do out+="http://127.0.0.1:$p,"; done; echo "${out%,}"; }
   local first_gateway; first_gateway=$(echo ${ports[gateway]} | cut -d' ' -f1)
   export SWITCHBOARD_TASKS_URL; SWITCHBOARD_TASKS_URL=$(urls "${ports[tasks]}")
   export SWITCHBOARD_FANOUT_URL; SWITCHBOARD_FANOUT_URL=$(urls "${ports[fanout]}")
   export SWITCHBOARD_REGISTRY_URL; SWITCHBOARD_REGISTRY_URL=$(urls "${ports[registry]}")
   export SWITCHBOARD_PUBLIC_URL="${SWITCHBOARD_PUBLIC_URL:-http://127.0.0.1:$first_gateway}"
+  # What `start` and `restart-redis` need later: the binary, the Redis port and every
+  # setting the processes inherited.
+  {
+    echo "bin=$(printf %q "$bin")"
+    echo "redis_port=$redis_port"
+    local var
+    for var in $(compgen -e | grep -E '^(SWITCHBOARD_|OTEL_|RUST_LOG$)'); do
+      echo "export $var=$(printf %q "${!var}")"
+    done
+  } > "$dir/env"
 
   for role in registry tasks fanout dispatcher gateway; do
     for port in ${ports[$role]}; do
-      "$bin" serve --services "$role" --listen "127.0.0.1:$port" \
-        > "$dir/logs/$role-$port.log" 2>&1 &
-      echo "$role $! $port" >> "$procs"
-      wait_healthy "$role" "$port" "$!" || { down; exit 1; }
+      start_service "$role" "$port" || { down; exit 1; }
     done
   done
-  for i in $(seq "${WORKERS:-1}"); do
-    "$bin" worker > "$dir/logs/worker-$i.log" 2>&1 &
-    echo "worker $! -" >> "$procs"
-  done
-  # A worker is ready once the task-state service logged its attachment.
-  for _ in $(seq 300); do
-    local attached; attached=$(cat "$dir"/logs/tasks-*.log | grep -c "worker attached" || true)
-    [ "$attached" -ge "${WORKERS:-1}" ] && break
-    sleep 0.1
-  done
+  for _ in $(seq "${WORKERS:-1}"); do start_worker || { down; exit 1; }; done
   echo "switchboard cluster up: $SWITCHBOARD_PUBLIC_URL"
   echo "processes: $procs"
+}
+
+load_env() {
+  [ -f "$dir/env" ] || { echo "no cluster running in $dir" >&2; exit 1; }
+  dir=$(cd "$dir" && pwd); procs="$dir/processes"
+  # shellcheck disable=SC1091
+  . "$dir/env"
+}
+
+start() {
+  load_env
+  case "${1:-}" in
+    worker) start_worker ;;
+    registry|tasks|fanout|dispatcher|gateway) start_service "$1" ;;
+    *) echo "usage: $0 start registry|tasks|fanout|dispatcher|gateway|worker" >&2; exit 2 ;;
+  esac
+}
+
+restart_redis() {
+  load_env
+  local pid; pid=$(awk '$1=="redis"{print $2}' "$procs" | tail -n 1)
+  kill -9 "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  start_redis "$redis_port"
 }
 
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  start) shift; start "$@" ;;
+  restart-redis) restart_redis ;;
+  *) echo "usage: $0 up|down|start ROLE|restart-redis" >&2; exit 2 ;;
 esac

@@ -32,6 +32,15 @@ server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
 
+echo "== interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
+cluster_dir=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"; CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down >/dev/null 2>&1 || true; rm -rf "$cluster_dir"' EXIT
+CLUSTER_DIR="$cluster_dir" SWITCHBOARD_BIN=target/debug/switchboard SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32 \
+  bash scripts/local-cluster.sh up
+gateway_port=$(awk '$1=="gateway"{print $3; exit}' "$cluster_dir/processes")
+SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" bash tests/interop/run.sh 2>&1 | tee -a target/interop.log
+CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N".
 python3 - <<'PY'

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use prometheus_client::metrics::gauge::Gauge;
 use sb_fanout::{EventStream, Fanout};
 use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
@@ -16,6 +17,18 @@ use crate::wire::*;
 #[derive(Debug, Clone)]
 pub struct FanoutServer {
     pub fanout: Arc<dyn Fanout>,
+    /// Subscriptions open on this node (a scaling signal, and how an operator finds the
+    /// node serving a stream).
+    pub open: Gauge,
+}
+
+/// Counts a subscription for as long as its stream lives.
+struct Open(Gauge);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl FanoutServer {
@@ -37,10 +50,15 @@ impl pb::fanout_server::Fanout for FanoutServer {
         let req = request.into_inner();
         // The stream ends when the client goes away (tonic drops it), which drops this
         // node's subscription with it.
+        self.open.inc();
+        let open = Open(self.open.clone());
         let events = self
             .fanout
             .subscribe(&req.task_id, req.after)
-            .map(|item| item.map(|e| event_pb(&e)).map_err(status_from));
+            .map(move |item| {
+                let _counted = &open;
+                item.map(|e| event_pb(&e)).map_err(status_from)
+            });
         Ok(Response::new(events.boxed()))
     }
 }
@@ -68,13 +86,25 @@ impl Fanout for FanoutClient {
             after,
         };
         let opened = async move {
-            match raw.subscribe(Request::new(request)).await {
-                Ok(response) => response
-                    .into_inner()
-                    .map(|item| item.map_err(error_from).and_then(event_from))
-                    .boxed(),
-                Err(status) => {
-                    futures::stream::once(async move { Err(error_from(status)) }).boxed()
+            // Opening is idempotent: a replica that just died is skipped by trying again
+            // (the balancer then sees it down and picks another).
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                match raw.subscribe(Request::new(request.clone())).await {
+                    Ok(response) => {
+                        return response
+                            .into_inner()
+                            .map(|item| item.map_err(error_from).and_then(event_from))
+                            .boxed();
+                    }
+                    Err(status) if attempt < 4 && is_transient(&status) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+                    }
+                    Err(status) => {
+                        return futures::stream::once(async move { Err(error_from(status)) })
+                            .boxed();
+                    }
                 }
             }
         };

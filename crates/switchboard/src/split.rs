@@ -103,7 +103,13 @@ pub async fn serve_split(
                 backend.bus.clone(),
             ));
             let fanout = Arc::new(LocalFanout::new(reader, backend.bus.clone()));
-            grpc.add_service(FanoutServer { fanout }.into_service());
+            let open = prometheus_client::metrics::gauge::Gauge::default();
+            metrics_registry.register(
+                "switchboard_fanout_subscriptions",
+                "Task event subscriptions open on this fan-out node",
+                open.clone(),
+            );
+            grpc.add_service(FanoutServer { fanout, open }.into_service());
         }
         if config.runs("dispatcher") {
             let metrics = Arc::new(DeliveryMetrics::default());

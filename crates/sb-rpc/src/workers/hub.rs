@@ -119,11 +119,13 @@ impl Inner {
             };
             self.fail_if_running(&item.task_id, reason).await;
         }
-        if let Err(e) = self.queue.finish(&item.agent, entry_id).await {
+        let finished = with_retries(|| self.queue.finish(&item.agent, entry_id)).await;
+        if let Err(e) = finished {
             // Left pending, it is reclaimed after its lease and settled again: no loss.
             tracing::error!(task_id = %item.task_id, error = %e, "cannot remove a finished turn from the queue");
         }
-        if let Err(e) = self.bus.announce_turn_over(&item.turn_key()).await {
+        let key = item.turn_key();
+        if let Err(e) = with_retries(|| self.bus.announce_turn_over(&key)).await {
             tracing::warn!(task_id = %item.task_id, error = %e, "cannot announce the end of a turn");
         }
     }
@@ -346,11 +348,25 @@ async fn assign(
         agent: item.agent.clone(),
         owner: item.owner.clone(),
     };
-    let record = match hub.tasks.get(&scope, &item.task_id).await {
-        Ok(record) if !record.state().is_terminal() => record,
+    let found = with_retries(|| async {
+        match hub.tasks.get(&scope, &item.task_id).await {
+            Ok(record) => Ok(Some(record)),
+            Err(e) if e.kind == sb_protocol::ErrorKind::TaskNotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+    .await;
+    let record = match found {
+        Ok(Some(record)) if !record.state().is_terminal() => record,
         // Canceled (or evicted) while queued: nothing to run.
-        _ => {
+        Ok(_) => {
             hub.turn_over(&entry_id, &item, true, "").await;
+            return true;
+        }
+        // The store is down: the entry stays leased here and is reclaimed once the
+        // lease runs out, by when the store is likely back.
+        Err(e) => {
+            tracing::error!(task_id = %item.task_id, error = %e, "cannot read a queued task; leaving its turn to be reclaimed");
             return true;
         }
     };
@@ -387,6 +403,24 @@ async fn assign(
         kind: Some(Command::Assignment(assignment)),
     };
     commands.send(Ok(command)).await.is_ok()
+}
+
+/// Runs `op` up to five times over about three seconds: Redis may be restarting (a
+/// broken connection fails one command, then the client reconnects).
+async fn with_retries<T, E, F, Fut>(mut op: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut delay = Duration::from_millis(100);
+    for _ in 0..4 {
+        match op().await {
+            Ok(value) => return Ok(value),
+            Err(_) => tokio::time::sleep(delay).await,
+        }
+        delay *= 2;
+    }
+    op().await
 }
 
 /// Tells the worker to stop when the task ends by someone else's hand (a client's

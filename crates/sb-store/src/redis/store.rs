@@ -74,6 +74,23 @@ impl RedisStore {
         self.conn.clone()
     }
 
+    /// Sends a read, once more if the connection had dropped: after Redis restarts, the
+    /// first command on the old connection fails while the manager reconnects behind
+    /// it, and a read is safe to repeat.
+    async fn read<T: ::redis::FromRedisValue>(
+        &self,
+        cmd: &::redis::Cmd,
+        what: &str,
+    ) -> StoreResult<T> {
+        match cmd.query_async(&mut self.conn()).await {
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => cmd
+                .query_async(&mut self.conn())
+                .await
+                .map_err(self.err(what)),
+            other => other.map_err(self.err(what)),
+        }
+    }
+
     /// The records of these tasks, skipping any deleted meanwhile.
     async fn records(&self, ids: &[String]) -> StoreResult<Vec<TaskRecord>> {
         let mut records = Vec::with_capacity(ids.len());
@@ -82,10 +99,13 @@ impl RedisStore {
             for id in chunk {
                 pipe.cmd("HGET").arg(self.keys.task(id)).arg("rec");
             }
-            let values: Vec<Option<Vec<u8>>> = pipe
-                .query_async(&mut self.conn())
-                .await
-                .map_err(self.err("read task records"))?;
+            let values: Vec<Option<Vec<u8>>> = match pipe.query_async(&mut self.conn()).await {
+                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                    pipe.query_async(&mut self.conn()).await
+                }
+                other => other,
+            }
+            .map_err(self.err("read task records"))?;
             for bytes in values.into_iter().flatten() {
                 records.push(decode("task record", &bytes)?);
             }
@@ -97,12 +117,9 @@ impl RedisStore {
 #[async_trait]
 impl TaskStore for RedisStore {
     async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
-        let bytes: Option<Vec<u8>> = ::redis::cmd("HGET")
-            .arg(self.keys.task(task_id))
-            .arg("rec")
-            .query_async(&mut self.conn())
-            .await
-            .map_err(self.err("read a task"))?;
+        let mut cmd = ::redis::cmd("HGET");
+        cmd.arg(self.keys.task(task_id)).arg("rec");
+        let bytes: Option<Vec<u8>> = self.read(&cmd, "read a task").await?;
         bytes.map(|b| decode("task record", &b)).transpose()
     }
 
@@ -139,10 +156,16 @@ impl TaskStore for RedisStore {
         for event in &commit.events {
             invocation.arg(event.seq).arg(encode(event)?);
         }
-        let current: Option<String> = invocation
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(self.err("commit a task"))?;
+        let (current, resent) = match invocation.invoke_async(&mut self.conn()).await {
+            // The connection dropped (Redis restarted): the script may or may not have
+            // run. Sending it again is safe, it is conditional on the sequence number;
+            // a conflict at exactly our number is then checked against what is stored.
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                (invocation.invoke_async(&mut self.conn()).await, true)
+            }
+            first => (first, false),
+        };
+        let current: Option<String> = current.map_err(self.err("commit a task"))?;
         let Some(current) = current else {
             return Ok(());
         };
@@ -151,6 +174,10 @@ impl TaskStore for RedisStore {
                 "corrupt seq {current:?} of task {task_id} in redis"
             ))
         })?;
+        if resent && current_seq == record.seq && self.get(task_id).await?.as_ref() == Some(record)
+        {
+            return Ok(());
+        }
         Err(StoreError::Conflict {
             task_id: task_id.to_owned(),
             current_seq,
@@ -168,15 +195,13 @@ impl TaskStore for RedisStore {
         }
         // Entry ids are `{seq}-0`, so `{after}-1` is the first id past `after` (and, unlike
         // `(` ranges, works on every Redis with streams).
-        let reply: StreamRangeReply = ::redis::cmd("XRANGE")
-            .arg(self.keys.events(task_id))
+        let mut cmd = ::redis::cmd("XRANGE");
+        cmd.arg(self.keys.events(task_id))
             .arg(format!("{after}-1"))
             .arg("+")
             .arg("COUNT")
-            .arg(limit.min(i64::MAX as usize))
-            .query_async(&mut self.conn())
-            .await
-            .map_err(self.err("read a task's events"))?;
+            .arg(limit.min(i64::MAX as usize));
+        let reply: StreamRangeReply = self.read(&cmd, "read a task's events").await?;
         reply
             .ids
             .iter()
@@ -195,13 +220,11 @@ impl TaskStore for RedisStore {
         let min = query
             .status_after
             .map_or_else(|| "-inf".to_owned(), |t| t.timestamp_millis().to_string());
-        let ids: Vec<String> = ::redis::cmd("ZREVRANGEBYSCORE")
-            .arg(self.keys.index(&query.agent, &query.owner))
+        let mut cmd = ::redis::cmd("ZREVRANGEBYSCORE");
+        cmd.arg(self.keys.index(&query.agent, &query.owner))
             .arg("+inf")
-            .arg(min)
-            .query_async(&mut self.conn())
-            .await
-            .map_err(self.err("list tasks"))?;
+            .arg(min);
+        let ids: Vec<String> = self.read(&cmd, "list tasks").await?;
         let matching = self
             .records(&ids)
             .await?
@@ -212,13 +235,9 @@ impl TaskStore for RedisStore {
     }
 
     async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
-        let ids: Vec<String> = ::redis::cmd("ZRANGE")
-            .arg(self.keys.tasks())
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn())
-            .await
-            .map_err(self.err("list all tasks"))?;
+        let mut cmd = ::redis::cmd("ZRANGE");
+        cmd.arg(self.keys.tasks()).arg(0).arg(-1);
+        let ids: Vec<String> = self.read(&cmd, "list all tasks").await?;
         self.records(&ids).await
     }
 
