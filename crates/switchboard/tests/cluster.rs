@@ -1,0 +1,536 @@
+//! The split deployment under failure, as real processes started by
+//! `scripts/local-cluster.sh` (Redis with AOF, 2 gateways, 2 task-state, 2 fan-outs,
+//! 1 dispatcher, 1 registry, 1 worker): kill -9 a fan-out node mid-stream, the
+//! dispatcher mid-delivery, the worker mid-task, restart Redis; and two task-state
+//! replicas racing cancel against completion.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test harness
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// Clusters are ten processes each: one at a time on a small machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const CONFIG: &str = r#"
+default_agent = "echo"
+webhook_retry_delays_ms = [60000]
+[[agents]]
+name = "echo"
+kind = "echo"
+[[agents]]
+name = "consolidate"
+kind = "consolidate"
+pause_ms = 100
+[[agents]]
+name = "slow-fail"
+kind = "consolidate"
+pause_ms = 200
+on_worker_lost = "fail"
+[[agents]]
+name = "slow-reassign"
+kind = "consolidate"
+pause_ms = 200
+on_worker_lost = "reassign"
+"#;
+
+struct Cluster {
+    dir: tempfile::TempDir,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/local-cluster.sh")
+}
+
+impl Cluster {
+    fn up() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("switchboard.toml");
+        std::fs::write(&config, CONFIG).unwrap();
+        let cluster = Cluster { dir };
+        let status = cluster
+            .script(&["up"])
+            .env("SWITCHBOARD_BIN", env!("CARGO_BIN_EXE_switchboard"))
+            .env("SWITCHBOARD_CONFIG", &config)
+            .env("SWITCHBOARD_WEBHOOK_ALLOW", "127.0.0.1/32")
+            .env("RUST_LOG", "info")
+            .status()
+            .unwrap();
+        assert!(status.success(), "local-cluster.sh up failed");
+        cluster
+    }
+
+    fn script(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("bash");
+        command
+            .arg(script())
+            .args(args)
+            .env("CLUSTER_DIR", self.dir.path().join("cluster"));
+        command
+    }
+
+    fn run(&self, args: &[&str]) {
+        assert!(self.script(args).status().unwrap().success(), "{args:?}");
+    }
+
+    /// `(role, pid, port)` of every process started so far.
+    fn processes(&self) -> Vec<(String, u32, String)> {
+        let text = std::fs::read_to_string(self.dir.path().join("cluster/processes")).unwrap();
+        text.lines()
+            .map(|line| {
+                let mut parts = line.split_whitespace();
+                let role = parts.next().unwrap().to_owned();
+                let pid = parts.next().unwrap().parse().unwrap();
+                (role, pid, parts.next().unwrap().to_owned())
+            })
+            .collect()
+    }
+
+    fn ports(&self, role: &str) -> Vec<String> {
+        let all = self.processes().into_iter();
+        all.filter(|(r, pid, _)| r == role && alive(*pid))
+            .map(|(_, _, port)| port)
+            .collect()
+    }
+
+    fn pids(&self, role: &str) -> Vec<u32> {
+        let all = self.processes().into_iter();
+        all.filter(|(r, pid, _)| r == role && alive(*pid))
+            .map(|(_, pid, _)| pid)
+            .collect()
+    }
+
+    fn gateway(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports("gateway")[index])
+    }
+
+    fn log(&self, role: &str) -> String {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(self.dir.path().join("cluster/logs")).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(role)
+            {
+                all.push_str(&std::fs::read_to_string(path).unwrap_or_default());
+            }
+        }
+        all
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.script(&["down"]).status();
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success()
+}
+
+fn kill_9(pid: u32) {
+    assert!(
+        Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    while alive(pid) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn message(text: &str) -> Value {
+    json!({"messageId": format!("m-{}", uuid_like()), "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+async fn rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let response: Value = reqwest::Client::new()
+        .post(format!("{base}/agents/{agent}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(response.get("error").is_none(), "{method}: {response}");
+    response["result"].clone()
+}
+
+async fn get_task(base: &str, agent: &str, id: &str) -> Value {
+    rpc(base, agent, "GetTask", json!({"id": id})).await
+}
+
+/// Polls the task until `done` holds for it (at most `secs`); returns it.
+async fn wait_for(
+    base: &str,
+    agent: &str,
+    id: &str,
+    secs: u64,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let task = get_task(base, agent, id).await;
+        if done(&task) {
+            return task;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or_default()
+}
+
+/// SSE `id`s and `data` lines of a stream body read so far.
+fn sse_ids(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|i| i.trim().parse().unwrap())
+        .collect()
+}
+
+/// How many subscriptions a fan-out node holds, from its /metrics.
+async fn subscriptions(port: &str) -> u64 {
+    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("switchboard_fanout_subscriptions "))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fanout_node_killed_mid_stream_resumes_on_the_other_without_a_gap() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let lines: Vec<String> = (1..=60)
+        .map(|i| format!("the user said thing {i}"))
+        .collect();
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/agents/consolidate/message:stream",
+            cluster.gateway(0)
+        ))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"message": message(&lines.join("\n"))}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while sse_ids(&seen).last().copied().unwrap_or(0) < 5 {
+        seen.push_str(&String::from_utf8_lossy(
+            &body.next().await.unwrap().unwrap(),
+        ));
+    }
+    let task_id = seen[seen.find("\"id\":\"").unwrap() + 6..]
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut serving = None;
+    for (port, pid) in cluster
+        .ports("fanout")
+        .into_iter()
+        .zip(cluster.pids("fanout"))
+    {
+        if subscriptions(&port).await > 0 {
+            serving = Some(pid);
+        }
+    }
+    kill_9(serving.expect("one fan-out node serves the stream"));
+    // The stream ends (the gateway lost its node); keep what arrived before.
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(chunk)) = body.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(
+        rest.is_ok(),
+        "the stream must end when its fan-out node dies"
+    );
+    let ids = sse_ids(&seen);
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "{seen}");
+    let last = *ids.last().unwrap();
+
+    // Resume on the other gateway, which can only reach the surviving fan-out node.
+    let resumed = reqwest::Client::new()
+        .get(format!(
+            "{}/agents/consolidate/tasks/{task_id}:subscribe",
+            cluster.gateway(1)
+        ))
+        .header("A2A-Version", "1.0")
+        .header("Last-Event-ID", last.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(30), resumed.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let after = sse_ids(&text);
+    assert!(!after.is_empty(), "{text}");
+    let expected: Vec<u64> = (last + 1..last + 1 + after.len() as u64).collect();
+    assert_eq!(after, expected, "contiguous after the cursor");
+    let final_event = text.lines().rfind(|l| l.starts_with("data:")).unwrap();
+    assert!(
+        final_event.contains("TASK_STATE_COMPLETED"),
+        "{final_event}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispatcher_killed_mid_delivery_still_delivers() {
+    use axum::http::{HeaderMap, StatusCode};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let accepting = Arc::new(AtomicBool::new(false));
+    let accepted: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (flag, sink) = (accepting.clone(), accepted.clone());
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap| {
+            let (flag, sink) = (flag.clone(), sink.clone());
+            async move {
+                if !flag.load(Ordering::SeqCst) {
+                    return StatusCode::SERVICE_UNAVAILABLE;
+                }
+                let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                sink.lock().unwrap().push(id);
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!(
+        "http://127.0.0.1:{}/hook",
+        listener.local_addr().unwrap().port()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let cluster = Cluster::up();
+    let params = json!({"message": message("deliver me"),
+        "configuration": {"taskPushNotificationConfig": {"url": hook}}});
+    let task = rpc(&cluster.gateway(0), "echo", "SendMessage", params).await["task"].clone();
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    // The first attempt is refused; the retry waits a minute. Kill the dispatcher then.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cluster.log("dispatcher").contains("webhook attempt") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no delivery attempt"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    kill_9(cluster.pids("dispatcher")[0]);
+    assert!(accepted.lock().unwrap().is_empty());
+
+    accepting.store(true, Ordering::SeqCst);
+    cluster.run(&["start", "dispatcher"]);
+    let mut ids = Vec::new();
+    for _ in 0..200 {
+        ids = accepted.lock().unwrap().clone();
+        if ids.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected: Vec<String> = (2..=4).map(|seq| format!("{task_id}:{seq}")).collect();
+    assert_eq!(
+        ids, expected,
+        "every event after the cursor, in order, once each"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let base = cluster.gateway(0);
+    let lines: Vec<String> = (1..=20).map(|i| format!("fact number {i}")).collect();
+    let mut ids = Vec::new();
+    for agent in ["slow-fail", "slow-reassign"] {
+        let params = json!({"message": message(&lines.join("\n")),
+            "configuration": {"returnImmediately": true}});
+        let task = rpc(&base, agent, "SendMessage", params).await["task"].clone();
+        ids.push(task["id"].as_str().unwrap().to_owned());
+    }
+    for (agent, id) in ["slow-fail", "slow-reassign"].iter().zip(&ids) {
+        wait_for(&base, agent, id, 20, |t| state(t) == "TASK_STATE_WORKING").await;
+    }
+    kill_9(cluster.pids("worker")[0]);
+    cluster.run(&["start", "worker"]);
+
+    let failed = wait_for(&base, "slow-fail", &ids[0], 30, |t| {
+        state(t) != "TASK_STATE_WORKING"
+    })
+    .await;
+    assert_eq!(state(&failed), "TASK_STATE_FAILED", "{failed}");
+    let reason = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("worker running this task was lost"),
+        "{reason}"
+    );
+
+    let done = wait_for(&base, "slow-reassign", &ids[1], 30, |t| {
+        state(t) != "TASK_STATE_WORKING" && state(t) != "TASK_STATE_SUBMITTED"
+    })
+    .await;
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_survive_a_redis_restart_from_its_aof() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let base = cluster.gateway(0);
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let params = json!({"message": message(&format!("keep me {i}"))});
+        let task = rpc(&base, "echo", "SendMessage", params).await["task"].clone();
+        assert_eq!(state(&task), "TASK_STATE_COMPLETED");
+        ids.push(task["id"].as_str().unwrap().to_owned());
+    }
+    // appendfsync everysec: what was acknowledged more than a second ago is on disk.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cluster.run(&["restart-redis"]);
+    for id in &ids {
+        // The first command on a connection Redis dropped fails once (retryable);
+        // the client reconnects and the task is there.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let task = loop {
+            let body =
+                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
+            let response: Value = reqwest::Client::new()
+                .post(format!("{base}/agents/echo/a2a"))
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if response.get("result").is_some() {
+                break response["result"].clone();
+            }
+            assert_eq!(response["error"]["code"], -32603, "{response}");
+            assert!(tokio::time::Instant::now() < deadline, "{response}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(state(&task), "TASK_STATE_COMPLETED");
+        assert_eq!(
+            task["artifacts"][0]["parts"][0]["text"],
+            task["history"][0]["parts"][0]["text"]
+        );
+    }
+    let after = rpc(
+        &base,
+        "echo",
+        "SendMessage",
+        json!({"message": message("after")}),
+    )
+    .await;
+    assert_eq!(state(&after["task"]), "TASK_STATE_COMPLETED");
+}
+
+/// Two task-state replicas, each reached over gRPC, racing a cancel against a
+/// completion on the same task 1,000 times: exactly one wins each race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_task_state_replicas_racing_cancel_against_completion() {
+    use sb_protocol::{Message, Role, TaskState};
+    use sb_rpc::tasks::TaskStateClient;
+    use sb_tasks::{NewTask, Scope, TaskService, TaskUpdate};
+
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let replicas: Vec<TaskStateClient> = cluster
+        .ports("tasks")
+        .iter()
+        .map(|port| {
+            let channel = sb_rpc::wire::connect(&format!("http://127.0.0.1:{port}")).unwrap();
+            TaskStateClient::new(channel, Default::default())
+        })
+        .collect();
+    assert_eq!(replicas.len(), 2);
+    let scope = Scope {
+        agent: "echo".into(),
+        owner: String::new(),
+    };
+    let (mut completions, mut cancels) = (0, 0);
+    for _ in 0..1000 {
+        let new = NewTask {
+            scope: scope.clone(),
+            message: Message {
+                role: Role::User,
+                ..Message::agent_text("race")
+            },
+            metadata: None,
+        };
+        let id = replicas[0].create(new).await.unwrap().task.id;
+        let complete = replicas[0].update(
+            &id,
+            TaskUpdate::Status {
+                state: TaskState::Completed,
+                message: None,
+            },
+        );
+        let cancel = replicas[1].cancel(&scope, &id);
+        let (completed, canceled) = tokio::join!(complete, cancel);
+        let events = replicas[0].events_after(&id, 0, 10).await.unwrap();
+        assert_eq!(events.len(), 2, "exactly one terminal event");
+        match replicas[1].get(&scope, &id).await.unwrap().state() {
+            TaskState::Completed => {
+                completions += 1;
+                assert!(completed.is_ok());
+                assert!(canceled.is_err());
+            }
+            TaskState::Canceled => {
+                cancels += 1;
+                assert!(canceled.is_ok());
+                assert!(completed.is_err());
+            }
+            other => panic!("unexpected final state {other:?}"),
+        }
+    }
+    eprintln!("two replicas: completion won {completions} races, cancel won {cancels}");
+    assert_eq!(completions + cancels, 1000);
+}
