@@ -124,7 +124,12 @@ async fn dispatch(
         "rest"
     };
     let metrics = state.metrics.clone();
-    let response = route_request(state, method, uri, headers, body).await;
+    // The root of a task's trace, or a child of the caller's (`traceparent`).
+    let span = tracing::info_span!("a2a_request", binding, method = %method, path = %uri.path());
+    sb_telemetry::extract(&span, &headers);
+    let response =
+        tracing::Instrument::instrument(route_request(state, method, uri, headers, body), span)
+            .await;
     metrics.request(binding, response.extensions().get::<metrics::Tagged>());
     response
 }

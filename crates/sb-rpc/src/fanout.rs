@@ -91,7 +91,7 @@ impl Fanout for FanoutClient {
             let mut attempt = 0;
             loop {
                 attempt += 1;
-                match raw.subscribe(Request::new(request.clone())).await {
+                match raw.subscribe(traced(request.clone())).await {
                     Ok(response) => {
                         return response
                             .into_inner()

@@ -60,6 +60,7 @@ pub(crate) fn event_from(event: pb::TaskEvent) -> Result<StoredEvent, A2AError> 
         task_id: event.task_id,
         seq: event.seq,
         event: from_json(&event.json, "task event")?,
+        traceparent: None,
     })
 }
 
@@ -504,12 +505,12 @@ impl TurnRunner for TaskStateClient {
         let request = pb::AssignRequest {
             record: Some(record_pb(record)),
             message_json: to_json(&message),
-            traceparent: String::new(),
+            traceparent: sb_telemetry::traceparent().unwrap_or_default(),
         };
         // No deadline: the stream lasts as long as the turn.
         let mut progress = self
             .raw()
-            .assign(Request::new(request))
+            .assign(traced(request))
             .await
             .map_err(error_from)?
             .into_inner();

@@ -64,10 +64,29 @@ pub fn is_transient(status: &tonic::Status) -> bool {
     ) && status.details().is_empty()
 }
 
-/// A request with the standard deadline.
+/// A request with the standard deadline, in the caller's trace.
 pub fn request<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
+    let mut request = traced(message);
     request.set_timeout(CALL_TIMEOUT);
+    request
+}
+
+/// A request carrying the current span's trace context in its metadata (no deadline:
+/// for streams that last as long as they are wanted).
+pub fn traced<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    let mut headers = http::HeaderMap::new();
+    sb_telemetry::inject(&mut headers);
+    for (name, value) in &headers {
+        let key = tonic::metadata::MetadataKey::from_bytes(name.as_str().as_bytes());
+        let value = value
+            .to_str()
+            .ok()
+            .map(tonic::metadata::MetadataValue::try_from);
+        if let (Ok(key), Some(Ok(value))) = (key, value) {
+            request.metadata_mut().insert(key, value);
+        }
+    }
     request
 }
 

@@ -112,6 +112,7 @@ mod tests {
             task_id: task.into(),
             seq,
             event: StreamResponse::Message(Message::agent_text("x")),
+            traceparent: None,
         }
     }
 

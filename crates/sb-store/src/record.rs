@@ -35,6 +35,10 @@ pub struct StoredEvent {
     pub task_id: String,
     pub seq: u64,
     pub event: StreamResponse,
+    /// W3C trace context of the request that caused the event, so whoever handles it
+    /// later and elsewhere (the webhook dispatcher) continues that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A conditional write: applies only if the stored task is still at `expected_seq`

@@ -51,6 +51,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
             task_id: id.to_owned(),
             seq,
             event,
+            traceparent: None,
         }],
     }
 }

@@ -116,6 +116,7 @@ pub fn apply(
         task_id: next.task.id.clone(),
         seq: next.seq,
         event,
+        traceparent: sb_telemetry::traceparent(),
     };
     Ok((next, event))
 }

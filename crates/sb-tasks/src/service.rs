@@ -204,6 +204,7 @@ impl TaskService for LocalTaskService {
             task_id: task_id.clone(),
             seq: 1,
             event: StreamResponse::Task(task),
+            traceparent: sb_telemetry::traceparent(),
         };
         let commit = TaskCommit {
             expected_seq: 0,

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use parking_lot::Mutex;
 use reqwest::StatusCode;
@@ -444,9 +445,11 @@ impl Inner {
     async fn attempt(
         &self,
         url: &str,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         body: Vec<u8>,
     ) -> (Attempt, Option<u16>) {
+        // The receiver can join the trace of the request that caused the event.
+        sb_telemetry::inject(&mut headers);
         let response = match self
             .client
             .post(url)
@@ -519,6 +522,8 @@ impl Inner {
                 attempts: 0,
             });
         }
+        let span = tracing::info_span!("webhook_delivery", task_id = %event.task_id, seq = event.seq, host = %host);
+        sb_telemetry::follow(&span, event.traceparent.as_deref());
         let attempts = self.config.retry_delays.len() + 1;
         for attempt in 1..=attempts {
             // Per attempt, so the signed timestamp is fresh on every retry.
@@ -533,7 +538,10 @@ impl Inner {
                     });
                 }
             };
-            let (outcome, status) = self.attempt(url, headers.clone(), body.clone()).await;
+            let (outcome, status) = self
+                .attempt(url, headers.clone(), body.clone())
+                .instrument(span.clone())
+                .await;
             let status = status.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
             match outcome {
                 Attempt::Delivered => {

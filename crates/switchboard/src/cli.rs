@@ -158,7 +158,11 @@ pub fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    init_logging();
+    let service = match config.services.as_slice() {
+        [] => "switchboard".to_owned(),
+        services => format!("switchboard-{}", services.join("-")),
+    };
+    let _telemetry = init_telemetry(&service);
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -218,7 +222,7 @@ fn worker(args: WorkerArgs) -> ExitCode {
         eprintln!("switchboard: --capacity must be at least 1");
         return ExitCode::from(EXIT_USAGE);
     }
-    init_logging();
+    let _telemetry = init_telemetry("switchboard-worker");
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -276,13 +280,9 @@ fn health(addr: std::net::SocketAddr) -> ExitCode {
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+/// Logs, and traces when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; the guard flushes them.
+fn init_telemetry(service: &str) -> sb_telemetry::Telemetry {
+    sb_telemetry::init(service)
 }
 
 async fn shutdown_signal() {

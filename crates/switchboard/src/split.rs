@@ -179,8 +179,16 @@ pub async fn serve_split(
     } else {
         app = app.route("/healthz", axum::routing::get(|| async { "ok" }));
     }
+    // Each internal call is a span continuing the caller's trace (gRPC metadata).
+    let traced = tower_http::trace::TraceLayer::new_for_grpc().make_span_with(
+        |request: &axum::http::Request<axum::body::Body>| {
+            let span = tracing::info_span!("grpc", rpc = %request.uri().path());
+            sb_telemetry::extract(&span, request.headers());
+            span
+        },
+    );
     let app = by_protocol(
-        grpc.routes().into_axum_router(),
+        grpc.routes().into_axum_router().layer(traced),
         app.merge(metrics_router(Arc::new(metrics_registry))),
     );
     tracing::info!(

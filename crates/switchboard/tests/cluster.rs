@@ -47,6 +47,10 @@ fn script() -> PathBuf {
 
 impl Cluster {
     fn up() -> Cluster {
+        Cluster::up_with(&[])
+    }
+
+    fn up_with(env: &[(&str, &str)]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("switchboard.toml");
         std::fs::write(&config, CONFIG).unwrap();
@@ -57,6 +61,7 @@ impl Cluster {
             .env("SWITCHBOARD_CONFIG", &config)
             .env("SWITCHBOARD_WEBHOOK_ALLOW", "127.0.0.1/32")
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .status()
             .unwrap();
         assert!(status.success(), "local-cluster.sh up failed");
@@ -533,4 +538,133 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
     }
     eprintln!("two replicas: completion won {completions} races, cancel won {cancels}");
     assert_eq!(completions + cancels, 1000);
+}
+
+/// One trace from the client's request through gateway, task-state, worker, fan-out and
+/// dispatcher to the webhook POST, exported by OTLP to a real receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connected_trace_across_the_services() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::{Arc, Mutex};
+
+    let _serial = ONE_AT_A_TIME.lock().await;
+    // (service, trace id, span id, parent span id, name) of every span received.
+    type Span = (String, String, String, String, String);
+    let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
+    let webhooks: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (sink, hooks) = (spans.clone(), webhooks.clone());
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let app = axum::Router::new()
+        .route(
+            "/v1/traces",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let sink = sink.clone();
+                async move {
+                    let request = ExportTraceServiceRequest::decode(body).unwrap();
+                    for resource in request.resource_spans {
+                        let service = resource
+                            .resource
+                            .iter()
+                            .flat_map(|r| &r.attributes)
+                            .find(|a| a.key == "service.name")
+                            .and_then(|a| a.value.as_ref())
+                            .map(|v| format!("{:?}", v.value))
+                            .unwrap_or_default();
+                        for scope in resource.scope_spans {
+                            for span in scope.spans {
+                                sink.lock().unwrap().push((
+                                    service.clone(),
+                                    hex(&span.trace_id),
+                                    hex(&span.span_id),
+                                    hex(&span.parent_span_id),
+                                    span.name,
+                                ));
+                            }
+                        }
+                    }
+                    axum::http::StatusCode::OK
+                }
+            }),
+        )
+        .route(
+            "/hook",
+            axum::routing::post(move |headers: axum::http::HeaderMap| {
+                let hooks = hooks.clone();
+                async move {
+                    let parent = headers
+                        .get("traceparent")
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    hooks.lock().unwrap().push(parent.unwrap_or_default());
+                    axum::http::StatusCode::OK
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let cluster = Cluster::up_with(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &base),
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ]);
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": message("trace me"),
+        "configuration": {"taskPushNotificationConfig": {"url": format!("{base}/hook")}}}});
+    let response: Value = reqwest::Client::new()
+        .post(format!("{}/agents/echo/a2a", cluster.gateway(0)))
+        .header("A2A-Version", "1.0")
+        .header("traceparent", format!("00-{trace_id}-{client_span}-01"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        state(&response["result"]["task"]),
+        "TASK_STATE_COMPLETED",
+        "{response}"
+    );
+
+    let wanted = ["gateway", "tasks", "fanout", "worker", "dispatcher"];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let ours = loop {
+        let ours: Vec<Span> = spans
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.1 == trace_id)
+            .cloned()
+            .collect();
+        let services: BTreeSet<&str> = ours.iter().map(|s| s.0.as_str()).collect();
+        let complete = wanted.iter().all(|w| {
+            services
+                .iter()
+                .any(|s| s.contains(&format!("switchboard-{w}")))
+        });
+        if complete && webhooks.lock().unwrap().len() >= 3 {
+            break ours;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "spans of the trace so far: {ours:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // Connected: every span hangs off the client's span or another span of the trace.
+    let ids: BTreeMap<&str, &Span> = ours.iter().map(|s| (s.2.as_str(), s)).collect();
+    for span in &ours {
+        assert!(
+            span.3 == client_span || ids.contains_key(span.3.as_str()),
+            "span {span:?} has a parent outside the trace"
+        );
+    }
+    for parent in webhooks.lock().unwrap().iter() {
+        assert!(parent.contains(trace_id), "webhook traceparent {parent:?}");
+    }
 }

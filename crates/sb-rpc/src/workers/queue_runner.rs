@@ -53,7 +53,8 @@ impl TurnRunner for QueueRunner {
             message,
             turn_id: uuid::Uuid::new_v4().simple().to_string(),
             redeliveries: 0,
-            traceparent: String::new(),
+            // The worker's turn continues the trace of the request that queued it.
+            traceparent: sb_telemetry::traceparent().unwrap_or_default(),
         };
         // Watch before queuing, so a turn over at once is not missed.
         let turn = self

@@ -152,7 +152,9 @@ fn start_turn(
         .ok()
         .and_then(|(record, _)| options.agents.get(&record.agent).cloned());
     runs.lock().insert(assignment_id.clone(), cancel.clone());
-    tokio::spawn(async move {
+    let span = tracing::info_span!("agent_turn", assignment = %assignment_id);
+    sb_telemetry::follow(&span, Some(&assignment.traceparent));
+    let turn = async move {
         let (settled_by_agent, error) = match (decoded, agent) {
             (Err(e), _) => (false, e),
             (Ok((record, _)), None) => (
@@ -191,5 +193,6 @@ fn start_turn(
             })),
         };
         let _ = reports.send(done).await;
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(turn, span));
 }
