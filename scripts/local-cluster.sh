@@ -32,8 +32,12 @@ stop_pid() {
 
 down() {
   [ -f "$procs" ] || { echo "no cluster running in $dir"; return 0; }
-  # Services first, Redis last, so nothing logs a lost backend on the way down.
-  tac "$procs" | while read -r _ pid _; do stop_pid "$pid"; done
+  # Services all at once (each drains its connections), Redis last, so nothing logs a
+  # lost backend on the way down.
+  local pid
+  for pid in $(awk '$1!="redis"{print $2}' "$procs"); do stop_pid "$pid" & done
+  wait
+  for pid in $(awk '$1=="redis"{print $2}' "$procs"); do stop_pid "$pid"; done
   rm -f "$procs" "$dir/env"
   echo "cluster in $dir stopped"
 }

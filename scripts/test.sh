@@ -41,17 +41,23 @@ gateway_port=$(awk '$1=="gateway"{print $3; exit}' "$cluster_dir/processes")
 SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" bash tests/interop/run.sh 2>&1 | tee -a target/interop.log
 CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 
+echo "== a remote worker written in Python (examples/python-worker) against the split deployment"
+SWITCHBOARD_BIN=target/debug/switchboard bash tests/python-worker.sh 2>&1 | tee target/python-worker.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
-# "N passed", node's "ℹ pass N" / "ℹ fail N".
+# "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's "N passed, M failed".
 python3 - <<'PY'
 import re
 cargo = open("target/cargo-test.log").read()
 interop = open("target/interop.log").read()
+worker = open("target/python-worker.log").read()
 passed = sum(int(n) for n in re.findall(r"test result: \w+\. (\d+) passed", cargo))
 failed = sum(int(n) for n in re.findall(r"(\d+) failed;", cargo))
 passed += sum(int(n) for n in re.findall(r"=+ (\d+) passed", interop))
 failed += sum(int(n) for n in re.findall(r"=+ .*?(\d+) failed", interop))
 passed += sum(int(n) for n in re.findall(r"^ℹ pass (\d+)", interop, re.M))
 failed += sum(int(n) for n in re.findall(r"^ℹ fail (\d+)", interop, re.M))
+for n, m in re.findall(r"python-worker: (\d+) passed, (\d+) failed", worker):
+    passed, failed = passed + int(n), failed + int(m)
 print(f"{passed} passed, {failed} failed")
 PY

@@ -17,10 +17,15 @@ pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
-/// Decodes a JSON field of a request or response; a bad payload is the sender's bug.
+/// Decodes a JSON field of a request or response. A bad payload is the sender's bug:
+/// invalid, and not worth retrying unchanged.
 pub fn from_json<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, A2AError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| A2AError::internal(format!("malformed {what} on the internal API: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| {
+        A2AError::new(
+            ErrorKind::InvalidParams,
+            format!("malformed {what} on the internal API: {e}"),
+        )
+    })
 }
 
 /// The A2A error a failed internal call carries, as a status whose details hold the

@@ -18,7 +18,7 @@ use sb_registry::StaticRegistry;
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::registry::{RegistryServer, load_registry};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
-use sb_rpc::workers::{OnWorkerLost, QueuePolicy, QueueRunner, WorkerHub};
+use sb_rpc::workers::{HubMetrics, OnWorkerLost, QueuePolicy, QueueRunner, WorkerHub};
 use sb_tasks::{DeadlineKeeper, LocalTaskService};
 use sb_webhooks::{DeliveryMetrics, Dispatcher, LocalPushConfigs};
 use tokio::net::TcpListener;
@@ -255,7 +255,9 @@ async fn run_tasks(
         }
         .into_service(),
     );
-    let hub = WorkerHub::new(queue, bus.clone(), tasks.clone(), policies);
+    let hub_metrics = HubMetrics::default();
+    hub_metrics.register(metrics_registry);
+    let hub = WorkerHub::new(queue, bus.clone(), tasks.clone(), policies, hub_metrics);
     hub.spawn_reclaimer(stop.clone());
     grpc.add_service(hub.into_service());
     let keeper = DeadlineKeeper::new(

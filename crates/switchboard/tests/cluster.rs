@@ -235,6 +235,25 @@ async fn subscriptions(port: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The sum over every live process of `role` of the metric line starting with `prefix`.
+async fn metric_sum(cluster: &Cluster, role: &str, prefix: &str) -> i64 {
+    let mut sum = 0;
+    for port in cluster.ports(role) {
+        let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        sum += text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(|v| v.trim().parse::<i64>().unwrap())
+            .unwrap_or(0);
+    }
+    sum
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fanout_node_killed_mid_stream_resumes_on_the_other_without_a_gap() {
     let _serial = ONE_AT_A_TIME.lock().await;
@@ -388,7 +407,8 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::up();
     let base = cluster.gateway(0);
-    let lines: Vec<String> = (1..=20).map(|i| format!("fact number {i}")).collect();
+    // Long enough (20 s) to outlast the metric refresh (6 s) and the kill.
+    let lines: Vec<String> = (1..=100).map(|i| format!("fact number {i}")).collect();
     let mut ids = Vec::new();
     for agent in ["slow-fail", "slow-reassign"] {
         let params = json!({"message": message(&lines.join("\n")),
@@ -398,6 +418,30 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     }
     for (agent, id) in ["slow-fail", "slow-reassign"].iter().zip(&ids) {
         wait_for(&base, agent, id, 20, |t| state(t) == "TASK_STATE_WORKING").await;
+    }
+    // The scaling signals, summed over the task-state replicas.
+    assert_eq!(
+        metric_sum(&cluster, "tasks", "switchboard_workers_attached ").await,
+        1
+    );
+    assert_eq!(
+        metric_sum(&cluster, "tasks", "switchboard_worker_leases ").await,
+        2
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while metric_sum(
+        &cluster,
+        "tasks",
+        "switchboard_queue_depth{agent=\"slow-fail\"} ",
+    )
+    .await
+        < 1
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "queue depth never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     kill_9(cluster.pids("worker")[0]);
     cluster.run(&["start", "worker"]);
@@ -415,7 +459,7 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
         "{reason}"
     );
 
-    let done = wait_for(&base, "slow-reassign", &ids[1], 30, |t| {
+    let done = wait_for(&base, "slow-reassign", &ids[1], 60, |t| {
         state(t) != "TASK_STATE_WORKING" && state(t) != "TASK_STATE_SUBMITTED"
     })
     .await;

@@ -3,6 +3,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use sb_protocol::{Message, TaskState};
 use sb_store::{EventBus, Leased, WorkItem, WorkQueue};
 use sb_tasks::{Scope, TaskService, TaskUpdate};
@@ -32,6 +34,52 @@ struct Inner {
     policies: Arc<BTreeMap<String, QueuePolicy>>,
     /// Names this replica's queue consumers apart from other replicas'.
     replica: String,
+    metrics: HubMetrics,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct AgentLabel {
+    agent: String,
+}
+
+/// The scaling signals of the worker side: workers attached here, turns they hold
+/// (leases), and each agent's queue (queued plus running, cluster-wide).
+#[derive(Clone, Debug, Default)]
+pub struct HubMetrics {
+    workers: Gauge,
+    leases: Gauge,
+    queue_depth: Family<AgentLabel, Gauge>,
+}
+
+impl HubMetrics {
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "switchboard_workers_attached",
+            "Remote workers attached to this task-state replica",
+            self.workers.clone(),
+        );
+        registry.register(
+            "switchboard_worker_leases",
+            "Turns leased to the workers attached here",
+            self.leases.clone(),
+        );
+        registry.register(
+            "switchboard_queue_depth",
+            "Turns queued or running per agent",
+            self.queue_depth.clone(),
+        );
+    }
+}
+
+/// How a turn ended, which decides whether its task must be failed.
+#[derive(Debug)]
+enum TurnOutcome {
+    /// The agent left the task in a state of its choosing (or nothing was run).
+    Settled,
+    /// The agent's turn ended with the task still running (`error`: why, if it failed).
+    Unsettled { error: String },
+    /// The worker was lost: fail a task still running with `reason`.
+    Lost { reason: String },
 }
 
 /// A turn handed to a worker and not yet over.
@@ -40,6 +88,24 @@ struct Running {
     item: WorkItem,
     watcher: JoinHandle<()>,
     _permit: OwnedSemaphorePermit,
+    _lease: Lease,
+}
+
+/// Counts a leased turn for as long as it is held.
+#[derive(Debug)]
+struct Lease(Gauge);
+
+impl Lease {
+    fn new(gauge: &Gauge) -> Lease {
+        gauge.inc();
+        Lease(gauge.clone())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 type Sessions = Arc<Mutex<HashMap<String, Running>>>;
@@ -50,6 +116,7 @@ impl WorkerHub {
         bus: Arc<dyn EventBus>,
         tasks: Arc<dyn TaskService>,
         policies: Arc<BTreeMap<String, QueuePolicy>>,
+        metrics: HubMetrics,
     ) -> WorkerHub {
         let replica = format!("replica-{}", uuid::Uuid::new_v4().simple());
         WorkerHub {
@@ -59,6 +126,7 @@ impl WorkerHub {
                 tasks,
                 policies,
                 replica,
+                metrics,
             }),
         }
     }
@@ -79,6 +147,16 @@ impl WorkerHub {
                     () = tokio::time::sleep(HEARTBEAT * 2) => {}
                 }
                 for agent in inner.policies.keys() {
+                    if let Ok(depth) = inner.queue.depth(agent).await {
+                        let label = AgentLabel {
+                            agent: agent.clone(),
+                        };
+                        inner
+                            .metrics
+                            .queue_depth
+                            .get_or_create(&label)
+                            .set(depth as i64);
+                    }
                     match inner.queue.reclaim(agent, &consumer, LEASE).await {
                         Ok(expired) => {
                             for leased in expired {
@@ -109,14 +187,17 @@ impl Inner {
 
     /// Ends a turn: fails a task the agent left running (unless the agent settled the
     /// turn itself), removes the queue entry and tells whoever waits for the turn.
-    async fn turn_over(&self, entry_id: &str, item: &WorkItem, settled: bool, error: &str) {
-        if !settled {
-            let reason = if error.is_empty() {
+    async fn turn_over(&self, entry_id: &str, item: &WorkItem, outcome: TurnOutcome) {
+        let reason = match outcome {
+            TurnOutcome::Settled => None,
+            TurnOutcome::Unsettled { error } if error.is_empty() => Some(
                 "the agent ended its turn without completing, failing or asking for input"
-                    .to_owned()
-            } else {
-                format!("the agent failed: {error}")
-            };
+                    .to_owned(),
+            ),
+            TurnOutcome::Unsettled { error } => Some(format!("the agent failed: {error}")),
+            TurnOutcome::Lost { reason } => Some(reason),
+        };
+        if let Some(reason) = reason {
             self.fail_if_running(&item.task_id, reason).await;
         }
         let finished = with_retries(|| self.queue.finish(&item.agent, entry_id)).await;
@@ -169,7 +250,8 @@ impl Inner {
         let reason = format!(
             "the worker running this task was lost ({why}); send the message again to retry"
         );
-        self.turn_over(entry_id, &item, false, &reason).await;
+        self.turn_over(entry_id, &item, TurnOutcome::Lost { reason })
+            .await;
     }
 }
 
@@ -245,6 +327,7 @@ struct Session {
 impl Session {
     async fn run(self, mut inbound: Streaming<pb::WorkerMessage>) {
         tracing::info!(worker = %self.worker_id, agents = ?self.agents, "worker attached");
+        self.hub.metrics.workers.inc();
         let taker = tokio::spawn(self.take_turns());
         let mut renew = tokio::time::interval(HEARTBEAT);
         let why = loop {
@@ -269,6 +352,7 @@ impl Session {
             running.watcher.abort();
             self.hub.turn_lost(&entry_id, running.item, why).await;
         }
+        self.hub.metrics.workers.dec();
         tracing::info!(worker = %self.worker_id, "worker detached");
     }
 
@@ -324,13 +408,12 @@ impl Session {
             return;
         };
         running.watcher.abort();
+        let outcome = match done.settled_by_agent {
+            true => TurnOutcome::Settled,
+            false => TurnOutcome::Unsettled { error: done.error },
+        };
         self.hub
-            .turn_over(
-                &done.assignment_id,
-                &running.item,
-                done.settled_by_agent,
-                &done.error,
-            )
+            .turn_over(&done.assignment_id, &running.item, outcome)
             .await;
     }
 }
@@ -360,7 +443,7 @@ async fn assign(
         Ok(Some(record)) if !record.state().is_terminal() => record,
         // Canceled (or evicted) while queued: nothing to run.
         Ok(_) => {
-            hub.turn_over(&entry_id, &item, true, "").await;
+            hub.turn_over(&entry_id, &item, TurnOutcome::Settled).await;
             return true;
         }
         // The store is down: the entry stays leased here and is reclaimed once the
@@ -397,6 +480,7 @@ async fn assign(
             item,
             watcher,
             _permit: permit,
+            _lease: Lease::new(&hub.metrics.leases),
         },
     );
     let command = pb::WorkerCommand {

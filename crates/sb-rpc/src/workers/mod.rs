@@ -12,7 +12,7 @@ mod hub;
 mod queue_runner;
 mod worker;
 
-pub use hub::WorkerHub;
+pub use hub::{HubMetrics, WorkerHub};
 pub use queue_runner::QueueRunner;
 pub use worker::{WorkerOptions, run_worker};
 
