@@ -87,3 +87,65 @@ impl TurnRunner for QueueRunner {
         Ok(turn)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use sb_protocol::Role;
+    use sb_store::redis::testing::TestRedis;
+    use sb_store::{RedisBus, RedisStore, RedisWorkQueue};
+    use sb_tasks::{LocalTaskService, NewTask, Scope};
+
+    /// A full queue rejects the task (the agent was never tried), with the reason; a
+    /// queue with room takes the turn.
+    #[tokio::test]
+    async fn a_full_queue_rejects_the_task() {
+        let redis = TestRedis::shared();
+        let prefix = TestRedis::prefix("queue-runner");
+        let store = Arc::new(RedisStore::connect(redis.url(), &prefix).await.unwrap());
+        let bus = Arc::new(RedisBus::connect(redis.url(), &prefix).await.unwrap());
+        let queue = Arc::new(RedisWorkQueue::connect(redis.url(), &prefix).await.unwrap());
+        let tasks = Arc::new(LocalTaskService::new(store, bus.clone()));
+        let policy = QueuePolicy {
+            max_queued: 1,
+            ..QueuePolicy::default()
+        };
+        let runner = QueueRunner {
+            queue: queue.clone(),
+            bus,
+            tasks: tasks.clone(),
+            policies: Arc::new([("a".to_owned(), policy)].into()),
+        };
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let mut records = Vec::new();
+        for _ in 0..2 {
+            let message = Message {
+                role: Role::User,
+                ..Message::agent_text("work")
+            };
+            let new = NewTask {
+                scope: scope.clone(),
+                message: message.clone(),
+                metadata: None,
+            };
+            let record = tasks.create(new).await.unwrap();
+            runner.dispatch(&record, message).await.unwrap();
+            records.push(record.task.id);
+        }
+        let first = tasks.get(&scope, &records[0]).await.unwrap();
+        assert_eq!(
+            first.state(),
+            TaskState::Submitted,
+            "queued, waiting for a worker"
+        );
+        let second = tasks.get(&scope, &records[1]).await.unwrap();
+        assert_eq!(second.state(), TaskState::Rejected);
+        let reason = second.task.status.message.unwrap().text();
+        assert!(reason.contains("no capacity"), "{reason}");
+        assert_eq!(queue.depth("a").await.unwrap(), 1);
+    }
+}
