@@ -3,7 +3,8 @@
 #
 #   scripts/local-cluster.sh up             # redis-server + every service, waits until healthy
 #   scripts/local-cluster.sh down           # stops them
-#   scripts/local-cluster.sh start ROLE     # one more process of ROLE (after a kill, say)
+#   scripts/local-cluster.sh start ROLE     # one more process of ROLE; after a kill, it
+#                                           # takes the dead one's port
 #   scripts/local-cluster.sh restart-redis  # kill -9 Redis, start it again from its AOF
 #
 # Topology (override with env): GATEWAYS=2 TASKS=2 FANOUTS=2 DISPATCHERS=1 REGISTRIES=1
@@ -73,8 +74,23 @@ start_redis() {
   return 1
 }
 
+# The port of a process of ROLE that is gone, so a replacement takes its place (the
+# others know services by address, as they would by a Service name).
+vacant_port() {
+  local port pid alive
+  for port in $(awk -v r="$1" '$1==r {print $3}' "$procs" | sort -u); do
+    alive=0
+    for pid in $(awk -v r="$1" -v p="$port" '$1==r && $3==p {print $2}' "$procs"); do
+      kill -0 "$pid" 2>/dev/null && alive=1
+    done
+    [ "$alive" = 0 ] && { echo "$port"; return 0; }
+  done
+  return 0
+}
+
 start_service() {
   local role=$1 port=${2:-}
+  [ -n "$port" ] || port=$(vacant_port "$role")
   [ -n "$port" ] || port=$(free_port)
   "$bin" serve --services "$role" --listen "127.0.0.1:$port" >> "$dir/logs/$role-$port.log" 2>&1 &
   local pid=$!
@@ -135,6 +151,7 @@ up() {
   export SWITCHBOARD_TASKS_URL; SWITCHBOARD_TASKS_URL=$(urls "${ports[tasks]}")
   export SWITCHBOARD_FANOUT_URL; SWITCHBOARD_FANOUT_URL=$(urls "${ports[fanout]}")
   export SWITCHBOARD_REGISTRY_URL; SWITCHBOARD_REGISTRY_URL=$(urls "${ports[registry]}")
+  export SWITCHBOARD_DISPATCHER_URL; SWITCHBOARD_DISPATCHER_URL=$(urls "${ports[dispatcher]}")
   export SWITCHBOARD_PUBLIC_URL="${SWITCHBOARD_PUBLIC_URL:-http://127.0.0.1:$first_gateway}"
   # What `start` and `restart-redis` need later: the binary, the Redis port and every
   # setting the processes inherited.

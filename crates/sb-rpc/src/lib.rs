@@ -10,7 +10,7 @@
 //! - [`tasks`]: the task-state service (tasks, push configs, turn queue).
 //! - [`fanout`]: task event subscriptions, server-streaming.
 //! - [`registry`]: agent cards.
-//! - [`admin`]: the dispatcher's dead letters.
+//! - [`admin`]: the dispatcher's dead letters (behind the gateways' `/admin/…`).
 //! - [`workers`]: remote agent workers: the server side (leases, assignment) and the
 //!   worker side that runs an [`sb_agent::Agent`] unchanged.
 
@@ -19,6 +19,7 @@ pub mod pb {
     tonic::include_proto!("switchboard.internal.v1");
 }
 
+pub mod admin;
 pub mod fanout;
 pub mod registry;
 pub mod tasks;

@@ -14,14 +14,35 @@ use subtle::ConstantTimeEq;
 
 use crate::Dispatcher;
 
+/// What the admin endpoints need of a dispatcher: the one in this process, or a
+/// dispatcher service reached over the internal API.
+#[async_trait::async_trait]
+pub trait DeadLetterAdmin: Send + Sync + std::fmt::Debug + 'static {
+    /// The deliveries that failed for good, oldest first.
+    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, String>;
+    /// Queues a dead letter for one more delivery; returns whether it existed.
+    async fn redrive(&self, id: &str) -> Result<bool, String>;
+}
+
+#[async_trait::async_trait]
+impl DeadLetterAdmin for Dispatcher {
+    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, String> {
+        Dispatcher::dead_letters(self).await
+    }
+
+    async fn redrive(&self, id: &str) -> Result<bool, String> {
+        Dispatcher::redrive(self, id).await
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Admin {
-    dispatcher: Dispatcher,
+    dispatcher: Arc<dyn DeadLetterAdmin>,
     token: Arc<str>,
 }
 
 /// The admin routes; every request needs `Authorization: Bearer <token>`.
-pub fn admin_router(dispatcher: Dispatcher, token: &str) -> Router {
+pub fn admin_router(dispatcher: Arc<dyn DeadLetterAdmin>, token: &str) -> Router {
     let state = Admin {
         dispatcher,
         token: Arc::from(token),

@@ -400,7 +400,7 @@ async fn dead_letters_are_listed_and_redriven() {
         .await
         .unwrap();
     wait_for(&rx, 1).await;
-    let admin = sb_webhooks::admin::admin_router(w.dispatcher.clone(), "admin-secret");
+    let admin = sb_webhooks::admin::admin_router(Arc::new(w.dispatcher.clone()), "admin-secret");
     let request = |method: &str, path: &str, token: Option<&str>| {
         let mut b = axum::http::Request::builder().method(method).uri(path);
         if let Some(t) = token {

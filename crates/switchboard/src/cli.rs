@@ -109,6 +109,9 @@ struct ServeArgs {
     /// The registry service (comma-separated replica URLs).
     #[arg(long, env = "SWITCHBOARD_REGISTRY_URL")]
     registry_url: Option<String>,
+    /// The dispatcher service, for the admin endpoints on a gateway.
+    #[arg(long, env = "SWITCHBOARD_DISPATCHER_URL")]
+    dispatcher_url: Option<String>,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -142,6 +145,7 @@ pub fn main() -> ExitCode {
         tasks_url: args.tasks_url,
         fanout_url: args.fanout_url,
         registry_url: args.registry_url,
+        dispatcher_url: args.dispatcher_url,
     };
     let config = match config::load(file.as_deref(), overrides) {
         Ok(config) => config,

@@ -56,6 +56,8 @@ pub struct Config {
     pub fanout_url: Option<String>,
     /// The registry service's replicas.
     pub registry_url: Option<String>,
+    /// The dispatcher service, whose dead letters a gateway serves at `/admin/…`.
+    pub dispatcher_url: Option<String>,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -180,6 +182,7 @@ impl Default for Config {
             tasks_url: None,
             fanout_url: None,
             registry_url: None,
+            dispatcher_url: None,
             agents: default_agents(),
         }
     }
@@ -233,6 +236,7 @@ pub struct Overrides {
     pub tasks_url: Option<String>,
     pub fanout_url: Option<String>,
     pub registry_url: Option<String>,
+    pub dispatcher_url: Option<String>,
 }
 
 /// Builds the configuration from an optional TOML document and the overrides, and
@@ -273,6 +277,7 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
         (overrides.tasks_url, &mut config.tasks_url),
         (overrides.fanout_url, &mut config.fanout_url),
         (overrides.registry_url, &mut config.registry_url),
+        (overrides.dispatcher_url, &mut config.dispatcher_url),
     ] {
         if value.is_some() {
             *slot = value;

@@ -103,7 +103,10 @@ pub async fn serve(
     };
     let mut app = sb_gateway::router(state).merge(metrics_router(Arc::new(metrics_registry)));
     if let Some(token) = &config.admin_token {
-        app = app.merge(sb_webhooks::admin::admin_router(dispatcher.clone(), token));
+        app = app.merge(sb_webhooks::admin::admin_router(
+            Arc::new(dispatcher.clone()),
+            token,
+        ));
     }
     let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
     let keeper = DeadlineKeeper::new(

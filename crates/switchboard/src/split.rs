@@ -15,6 +15,7 @@ use sb_agent::Agent;
 use sb_fanout::LocalFanout;
 use sb_gateway::AppState;
 use sb_registry::StaticRegistry;
+use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::registry::{RegistryServer, load_registry};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
@@ -124,8 +125,15 @@ pub async fn serve_split(
             )
             .map_err(|e| anyhow::anyhow!(e))?;
             if let Some(token) = &config.admin_token {
-                app = app.merge(sb_webhooks::admin::admin_router(running.clone(), token));
+                app = app.merge(sb_webhooks::admin::admin_router(
+                    Arc::new(running.clone()),
+                    token,
+                ));
             }
+            let admin = DispatcherAdminServer {
+                admin: Arc::new(running.clone()),
+            };
+            grpc.add_service(admin.into_service());
             let handle = running.spawn(&*backend.bus, stop.clone()).await?;
             dispatcher = Some((running, handle));
         }
@@ -176,6 +184,15 @@ pub async fn serve_split(
             metrics: gateway_metrics,
         };
         app = app.merge(sb_gateway::router(state));
+        // The dead letters, through this gateway, of a dispatcher running elsewhere.
+        if let (Some(token), Some(url), false) = (
+            &config.admin_token,
+            &config.dispatcher_url,
+            config.runs("dispatcher"),
+        ) {
+            let admin = DispatcherAdminClient::new(channel(url)?);
+            app = app.merge(sb_webhooks::admin::admin_router(Arc::new(admin), token));
+        }
     } else {
         app = app.route("/healthz", axum::routing::get(|| async { "ok" }));
     }

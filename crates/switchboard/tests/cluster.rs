@@ -37,6 +37,8 @@ pause_ms = 200
 on_worker_lost = "reassign"
 "#;
 
+const ADMIN_TOKEN: &str = "cluster-admin-token-0123456789";
+
 struct Cluster {
     dir: tempfile::TempDir,
 }
@@ -61,6 +63,7 @@ impl Cluster {
             .env("SWITCHBOARD_CONFIG", &config)
             .env("SWITCHBOARD_WEBHOOK_ALLOW", "127.0.0.1/32")
             .env("RUST_LOG", "info")
+            .env("SWITCHBOARD_ADMIN_TOKEN", ADMIN_TOKEN)
             .envs(env.iter().copied())
             .status()
             .unwrap();
@@ -346,25 +349,28 @@ async fn dispatcher_killed_mid_delivery_still_delivers() {
     let accepting = Arc::new(AtomicBool::new(false));
     let accepted: Arc<Mutex<Vec<String>>> = Arc::default();
     let (flag, sink) = (accepting.clone(), accepted.clone());
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: HeaderMap| {
-            let (flag, sink) = (flag.clone(), sink.clone());
-            async move {
-                if !flag.load(Ordering::SeqCst) {
-                    return StatusCode::SERVICE_UNAVAILABLE;
+    let app = axum::Router::new()
+        .route(
+            "/gone",
+            axum::routing::post(|| async { StatusCode::NOT_FOUND }),
+        )
+        .route(
+            "/hook",
+            axum::routing::post(move |headers: HeaderMap| {
+                let (flag, sink) = (flag.clone(), sink.clone());
+                async move {
+                    if !flag.load(Ordering::SeqCst) {
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    sink.lock().unwrap().push(id);
+                    StatusCode::OK
                 }
-                let id = headers["webhook-id"].to_str().unwrap().to_owned();
-                sink.lock().unwrap().push(id);
-                StatusCode::OK
-            }
-        }),
-    );
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hook = format!(
-        "http://127.0.0.1:{}/hook",
-        listener.local_addr().unwrap().port()
-    );
+    let receiver = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let hook = format!("{receiver}/hook");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let cluster = Cluster::up();
@@ -400,6 +406,49 @@ async fn dispatcher_killed_mid_delivery_still_delivers() {
         ids, expected,
         "every event after the cursor, in order, once each"
     );
+
+    // A refused delivery is a dead letter, listed and re-driven through a gateway
+    // although the dispatcher runs elsewhere.
+    let params = json!({"message": message("nobody home"),
+        "configuration": {"taskPushNotificationConfig": {"url": format!("{receiver}/gone")}}});
+    let gone = rpc(&cluster.gateway(1), "echo", "SendMessage", params).await["task"]["id"].clone();
+    let admin = |path: &str| format!("{}/admin/dead-letters{path}", cluster.gateway(1));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let letter = loop {
+        let listed: Value = reqwest::Client::new()
+            .get(admin(""))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let letters = listed["deadLetters"].as_array();
+        let found = letters
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .find(|l| l["task_id"] == gone)
+            .cloned();
+        if let Some(letter) = found {
+            break letter;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no dead letter: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let id = letter["id"].as_str().unwrap();
+    let redrive = reqwest::Client::new()
+        .post(admin(&format!("/{id}/redrive")))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redrive.status(), 202);
+    let anonymous = reqwest::get(admin("")).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

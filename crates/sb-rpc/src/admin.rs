@@ -1,0 +1,96 @@
+//! The dispatcher's dead letters over gRPC, so an operator reaches them through any
+//! gateway (`/admin/…`) while the dispatcher runs elsewhere.
+
+use std::sync::Arc;
+
+use sb_store::DeadLetter;
+use sb_webhooks::admin::DeadLetterAdmin;
+use tonic::transport::Channel;
+use tonic::{Request, Response, Status};
+
+use crate::pb;
+use crate::pb::dispatcher_admin_client::DispatcherAdminClient as Raw;
+use crate::wire::*;
+
+#[derive(Debug, Clone)]
+pub struct DispatcherAdminServer {
+    pub admin: Arc<dyn DeadLetterAdmin>,
+}
+
+impl DispatcherAdminServer {
+    pub fn into_service(
+        self,
+    ) -> pb::dispatcher_admin_server::DispatcherAdminServer<DispatcherAdminServer> {
+        pb::dispatcher_admin_server::DispatcherAdminServer::new(self)
+    }
+}
+
+#[tonic::async_trait]
+impl pb::dispatcher_admin_server::DispatcherAdmin for DispatcherAdminServer {
+    async fn list_dead_letters(
+        &self,
+        _request: Request<pb::ListDeadLettersRequest>,
+    ) -> Result<Response<pb::ListDeadLettersResponse>, Status> {
+        let letters = self
+            .admin
+            .dead_letters()
+            .await
+            .map_err(Status::unavailable)?;
+        Ok(Response::new(pb::ListDeadLettersResponse {
+            letters_json: to_json(&letters),
+        }))
+    }
+
+    async fn redrive(
+        &self,
+        request: Request<pb::RedriveRequest>,
+    ) -> Result<Response<pb::RedriveResponse>, Status> {
+        let id = request.into_inner().id;
+        let found = self.admin.redrive(&id).await.map_err(Status::unavailable)?;
+        Ok(Response::new(pb::RedriveResponse { found }))
+    }
+}
+
+/// The dead letters of a dispatcher service.
+#[derive(Debug, Clone)]
+pub struct DispatcherAdminClient {
+    raw: Raw<Channel>,
+}
+
+impl DispatcherAdminClient {
+    pub fn new(channel: Channel) -> DispatcherAdminClient {
+        DispatcherAdminClient {
+            raw: Raw::new(channel).max_decoding_message_size(64 * 1024 * 1024),
+        }
+    }
+}
+
+fn unreachable(status: Status) -> String {
+    format!("the dispatcher service failed: {}", status.message())
+}
+
+#[tonic::async_trait]
+impl DeadLetterAdmin for DispatcherAdminClient {
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, String> {
+        let response = self
+            .raw
+            .clone()
+            .list_dead_letters(request(pb::ListDeadLettersRequest {}))
+            .await
+            .map_err(unreachable)?;
+        from_json(&response.into_inner().letters_json, "dead letters").map_err(|e| e.message)
+    }
+
+    /// Not retried: a redrive that reached the dispatcher but whose answer was lost
+    /// would otherwise be queued twice.
+    async fn redrive(&self, id: &str) -> Result<bool, String> {
+        let message = pb::RedriveRequest { id: id.to_owned() };
+        let response = self
+            .raw
+            .clone()
+            .redrive(request(message))
+            .await
+            .map_err(unreachable)?;
+        Ok(response.into_inner().found)
+    }
+}
