@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use sb_protocol::A2AError;
 use sb_store::{EventBus, StoredEvent};
 use sb_tasks::TaskService;
@@ -32,11 +34,33 @@ pub trait Fanout: Send + Sync + std::fmt::Debug + 'static {
 pub struct LocalFanout {
     tasks: Arc<dyn TaskService>,
     bus: Arc<dyn EventBus>,
+    served: Family<SourceLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct SourceLabel {
+    /// `log`: replayed (a resume, a late subscriber, a lagging one refilling); `live`:
+    /// straight from the bus.
+    source: &'static str,
 }
 
 impl LocalFanout {
     pub fn new(tasks: Arc<dyn TaskService>, bus: Arc<dyn EventBus>) -> LocalFanout {
-        LocalFanout { tasks, bus }
+        LocalFanout {
+            tasks,
+            bus,
+            served: Family::default(),
+        }
+    }
+
+    /// Events served by source: how much subscribers read from the log to catch up
+    /// (the replay lag) against what reached them live.
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "switchboard_fanout_events",
+            "Task events served to subscribers, by source (log replay or live)",
+            self.served.clone(),
+        );
     }
 }
 
@@ -58,6 +82,7 @@ struct Cursor {
     bus: Arc<dyn EventBus>,
     tasks: Arc<dyn TaskService>,
     failed: bool,
+    served: Family<SourceLabel, Counter>,
 }
 
 impl Cursor {
@@ -106,6 +131,10 @@ impl Cursor {
         }
     }
 
+    fn count(&self, source: &'static str) {
+        self.served.get_or_create(&SourceLabel { source }).inc();
+    }
+
     async fn next_event(&mut self, live: &mut broadcast::Receiver<StoredEvent>) -> Next {
         loop {
             if let Some(event) = self.backlog.pop_front() {
@@ -113,6 +142,7 @@ impl Cursor {
                     continue;
                 }
                 self.last = event.seq;
+                self.count("log");
                 return Next::Event(Some(Ok(event)));
             }
             if self.more_in_log {
@@ -126,6 +156,7 @@ impl Cursor {
                 Ok(event) if event.seq <= self.last => continue,
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;
+                    self.count("live");
                     return Next::Event(Some(Ok(event)));
                 }
                 // A gap (events published out of order) or a lagging subscriber: the
@@ -153,6 +184,7 @@ impl Fanout for LocalFanout {
             bus: self.bus.clone(),
             tasks: self.tasks.clone(),
             failed: false,
+            served: self.served.clone(),
         };
         stream::unfold(cursor, |mut cursor| async move {
             let item = cursor.next().await?;

@@ -82,9 +82,11 @@ pub async fn serve(
         config.default_agent.as_deref(),
     ));
     let host = AgentHost::new(agents, task_service.clone(), bus.clone());
+    let fanout = LocalFanout::new(task_service.clone(), bus.clone());
+    fanout.register(&mut metrics_registry);
     let state = AppState {
         tasks: task_service.clone(),
-        fanout: Arc::new(LocalFanout::new(task_service.clone(), bus.clone())),
+        fanout: Arc::new(fanout),
         push: Arc::new(LocalPushConfigs::new(
             backend.push.clone(),
             task_service.clone(),

@@ -103,7 +103,9 @@ pub async fn serve_split(
                 backend.tasks.clone(),
                 backend.bus.clone(),
             ));
-            let fanout = Arc::new(LocalFanout::new(reader, backend.bus.clone()));
+            let fanout = LocalFanout::new(reader, backend.bus.clone());
+            fanout.register(&mut metrics_registry);
+            let fanout = Arc::new(fanout);
             let open = prometheus_client::metrics::gauge::Gauge::default();
             metrics_registry.register(
                 "switchboard_fanout_subscriptions",

@@ -337,6 +337,9 @@ async fn fanout_node_killed_mid_stream_resumes_on_the_other_without_a_gap() {
         final_event.contains("TASK_STATE_COMPLETED"),
         "{final_event}"
     );
+    // The resume was served from the log on the surviving node, then live.
+    let replayed = "switchboard_fanout_events_total{source=\"log\"} ";
+    assert!(metric_sum(&cluster, "fanout", replayed).await >= 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
