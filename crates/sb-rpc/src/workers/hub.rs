@@ -455,8 +455,10 @@ async fn assign(
     };
     let watcher = match hub.bus.subscribe(&item.task_id).await {
         Ok(events) => tokio::spawn(forward_cancel(
+            hub.clone(),
             events,
             entry_id.clone(),
+            scope.clone(),
             item.task_id.clone(),
             commands.clone(),
         )),
@@ -510,8 +512,10 @@ where
 /// Tells the worker to stop when the task ends by someone else's hand (a client's
 /// cancel, a deadline).
 async fn forward_cancel(
+    hub: Arc<Inner>,
     mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
     assignment_id: String,
+    scope: Scope,
     task_id: String,
     commands: mpsc::Sender<Result<pb::WorkerCommand, Status>>,
 ) {
@@ -520,7 +524,19 @@ async fn forward_cancel(
         match events.recv().await {
             Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
             Ok(_) | Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => return,
+            // The bus dropped the subscription (its Redis connection was replaced):
+            // subscribe again, then look at the task for what happened in between.
+            Err(RecvError::Closed) => {
+                let Ok(again) = with_retries(|| hub.bus.subscribe(&task_id)).await else {
+                    tracing::error!(task_id, "cannot watch a task for cancellation any more");
+                    return;
+                };
+                events = again;
+                let now = hub.tasks.get(&scope, &task_id).await;
+                if now.is_ok_and(|record| record.state().is_terminal()) {
+                    break;
+                }
+            }
         }
     }
     let cancel = pb::WorkerCommand {
