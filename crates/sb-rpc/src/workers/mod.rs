@@ -10,6 +10,7 @@
 
 mod hub;
 mod queue_runner;
+mod session;
 mod worker;
 
 pub use hub::{HubMetrics, WorkerHub};

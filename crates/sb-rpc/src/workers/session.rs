@@ -1,0 +1,303 @@
+//! One attached worker: hands it queued turns within its capacity, holds their leases
+//! while it lives, forwards cancellations, and hands its turns back when it is lost.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use prometheus_client::metrics::gauge::Gauge;
+use sb_protocol::TaskState;
+use sb_store::{Leased, WorkItem};
+use sb_tasks::Scope;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tonic::{Status, Streaming};
+
+use super::HEARTBEAT;
+use super::LEASE;
+use super::hub::{Inner, TurnOutcome};
+use crate::pb;
+use crate::pb::worker_command::Kind as Command;
+use crate::pb::worker_message::Kind as Report;
+use crate::wire::to_json;
+
+/// A turn handed to a worker and not yet over.
+#[derive(Debug)]
+struct Running {
+    item: WorkItem,
+    watcher: JoinHandle<()>,
+    _permit: OwnedSemaphorePermit,
+    _lease: Lease,
+}
+
+/// Counts a leased turn for as long as it is held.
+#[derive(Debug)]
+struct Lease(Gauge);
+
+impl Lease {
+    fn new(gauge: &Gauge) -> Lease {
+        gauge.inc();
+        Lease(gauge.clone())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+type Sessions = Arc<Mutex<HashMap<String, Running>>>;
+
+/// One connected worker.
+pub(super) struct Session {
+    hub: Arc<Inner>,
+    consumer: String,
+    worker_id: String,
+    agents: Vec<String>,
+    permits: Arc<Semaphore>,
+    running: Sessions,
+    commands: mpsc::Sender<Result<pb::WorkerCommand, Status>>,
+}
+
+impl Session {
+    pub(super) fn new(
+        hub: Arc<Inner>,
+        hello: pb::Hello,
+        commands: mpsc::Sender<Result<pb::WorkerCommand, Status>>,
+    ) -> Session {
+        let unique = uuid::Uuid::new_v4().simple();
+        Session {
+            consumer: format!("{}/{}/{unique}", hub.replica, hello.worker_id),
+            hub,
+            worker_id: hello.worker_id,
+            agents: hello.agents,
+            permits: Arc::new(Semaphore::new(hello.capacity.min(10_000) as usize)),
+            running: Sessions::default(),
+            commands,
+        }
+    }
+
+    pub(super) async fn run(self, mut inbound: Streaming<pb::WorkerMessage>) {
+        tracing::info!(worker = %self.worker_id, agents = ?self.agents, "worker attached");
+        self.hub.metrics.workers.inc();
+        let taker = tokio::spawn(self.take_turns());
+        let mut renew = tokio::time::interval(HEARTBEAT);
+        let why = loop {
+            tokio::select! {
+                report = tokio::time::timeout(LEASE, inbound.message()) => match report {
+                    Err(_) => break "it stopped heartbeating",
+                    Ok(Err(_)) | Ok(Ok(None)) => break "it disconnected",
+                    Ok(Ok(Some(pb::WorkerMessage { kind: Some(Report::TurnDone(done)) }))) => {
+                        self.turn_done(done).await;
+                    }
+                    Ok(Ok(Some(_))) => {}
+                },
+                _ = renew.tick() => self.renew().await,
+            }
+        };
+        taker.abort();
+        let lost: Vec<(String, Running)> = self.running.lock().drain().collect();
+        if !lost.is_empty() {
+            tracing::warn!(worker = %self.worker_id, turns = lost.len(), why, "worker lost with turns running");
+        }
+        for (entry_id, running) in lost {
+            running.watcher.abort();
+            self.hub.turn_lost(&entry_id, running.item, why).await;
+        }
+        self.hub.metrics.workers.dec();
+        tracing::info!(worker = %self.worker_id, "worker detached");
+    }
+
+    fn take_turns(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let hub = self.hub.clone();
+        let agents = self.agents.clone();
+        let consumer = self.consumer.clone();
+        let permits = self.permits.clone();
+        let running = self.running.clone();
+        let commands = self.commands.clone();
+        async move {
+            loop {
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let leased = match hub
+                    .queue
+                    .take(&agents, &consumer, Duration::from_secs(2))
+                    .await
+                {
+                    Ok(Some(leased)) => leased,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot take turns from the queue");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if !assign(&hub, leased, permit, &running, &commands).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn renew(&self) {
+        let mut by_agent: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (entry_id, running) in self.running.lock().iter() {
+            by_agent
+                .entry(running.item.agent.clone())
+                .or_default()
+                .push(entry_id.clone());
+        }
+        for (agent, entries) in by_agent {
+            if let Err(e) = self.hub.queue.renew(&agent, &self.consumer, &entries).await {
+                tracing::error!(agent, error = %e, "cannot renew turn leases");
+            }
+        }
+    }
+
+    async fn turn_done(&self, done: pb::TurnDone) {
+        let Some(running) = self.running.lock().remove(&done.assignment_id) else {
+            return;
+        };
+        running.watcher.abort();
+        let outcome = match done.settled_by_agent {
+            true => TurnOutcome::Settled,
+            false => TurnOutcome::Unsettled { error: done.error },
+        };
+        self.hub
+            .turn_over(&done.assignment_id, &running.item, outcome)
+            .await;
+    }
+}
+
+/// Hands a taken turn to the worker. Returns false when the worker is gone.
+async fn assign(
+    hub: &Arc<Inner>,
+    leased: Leased,
+    permit: OwnedSemaphorePermit,
+    running: &Sessions,
+    commands: &mpsc::Sender<Result<pb::WorkerCommand, Status>>,
+) -> bool {
+    let Leased { entry_id, item } = leased;
+    let scope = Scope {
+        agent: item.agent.clone(),
+        owner: item.owner.clone(),
+    };
+    let found = with_retries(|| async {
+        match hub.tasks.get(&scope, &item.task_id).await {
+            Ok(record) => Ok(Some(record)),
+            Err(e) if e.kind == sb_protocol::ErrorKind::TaskNotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+    .await;
+    let record = match found {
+        Ok(Some(record)) if !record.state().is_terminal() => record,
+        // Canceled (or evicted) while queued: nothing to run.
+        Ok(_) => {
+            hub.turn_over(&entry_id, &item, TurnOutcome::Settled).await;
+            return true;
+        }
+        // The store is down: the entry stays leased here and is reclaimed once the
+        // lease runs out, by when the store is likely back.
+        Err(e) => {
+            tracing::error!(task_id = %item.task_id, error = %e, "cannot read a queued task; leaving its turn to be reclaimed");
+            return true;
+        }
+    };
+    let watcher = match hub.bus.subscribe(&item.task_id).await {
+        Ok(events) => tokio::spawn(forward_cancel(
+            hub.clone(),
+            events,
+            entry_id.clone(),
+            scope.clone(),
+            item.task_id.clone(),
+            commands.clone(),
+        )),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch a task for cancellation; leaving its turn queued");
+            return true;
+        }
+    };
+    let assignment = pb::Assignment {
+        assignment_id: entry_id.clone(),
+        record: Some(pb::TaskRecord {
+            json: to_json(&record),
+        }),
+        message_json: to_json(&item.message),
+        traceparent: item.traceparent.clone(),
+        redeliveries: item.redeliveries,
+    };
+    running.lock().insert(
+        entry_id,
+        Running {
+            item,
+            watcher,
+            _permit: permit,
+            _lease: Lease::new(&hub.metrics.leases),
+        },
+    );
+    let command = pb::WorkerCommand {
+        kind: Some(Command::Assignment(assignment)),
+    };
+    commands.send(Ok(command)).await.is_ok()
+}
+
+/// Runs `op` up to five times over about three seconds: Redis may be restarting (a
+/// broken connection fails one command, then the client reconnects).
+pub(super) async fn with_retries<T, E, F, Fut>(mut op: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut delay = Duration::from_millis(100);
+    for _ in 0..4 {
+        match op().await {
+            Ok(value) => return Ok(value),
+            Err(_) => tokio::time::sleep(delay).await,
+        }
+        delay *= 2;
+    }
+    op().await
+}
+
+/// Tells the worker to stop when the task ends by someone else's hand (a client's
+/// cancel, a deadline).
+async fn forward_cancel(
+    hub: Arc<Inner>,
+    mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
+    assignment_id: String,
+    scope: Scope,
+    task_id: String,
+    commands: mpsc::Sender<Result<pb::WorkerCommand, Status>>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match events.recv().await {
+            Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
+            Ok(_) | Err(RecvError::Lagged(_)) => continue,
+            // The bus dropped the subscription (its Redis connection was replaced):
+            // subscribe again, then look at the task for what happened in between.
+            Err(RecvError::Closed) => {
+                let Ok(again) = with_retries(|| hub.bus.subscribe(&task_id)).await else {
+                    tracing::error!(task_id, "cannot watch a task for cancellation any more");
+                    return;
+                };
+                events = again;
+                let now = hub.tasks.get(&scope, &task_id).await;
+                if now.is_ok_and(|record| record.state().is_terminal()) {
+                    break;
+                }
+            }
+        }
+    }
+    let cancel = pb::WorkerCommand {
+        kind: Some(Command::Cancel(pb::Cancel {
+            task_id,
+            assignment_id,
+        })),
+    };
+    let _ = commands.send(Ok(cancel)).await;
+}
