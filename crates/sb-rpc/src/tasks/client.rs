@@ -1,0 +1,273 @@
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sb_agent::TurnRunner;
+use sb_protocol::requests::ListTasksRequest;
+use sb_protocol::*;
+use sb_store::{StoredEvent, TaskRecord};
+use sb_tasks::{NewTask, Scope, TaskListing, TaskResult, TaskService, TaskUpdate};
+use sb_webhooks::PushConfigService;
+use tokio::sync::oneshot;
+use tonic::Response;
+use tonic::transport::Channel;
+
+use super::*;
+use crate::pb;
+use crate::pb::task_state_client::TaskStateClient as Raw;
+use crate::wire::*;
+
+/// The client side, over a channel to every task-state replica.
+#[derive(Debug, Clone)]
+pub struct TaskStateClient {
+    raw: Raw<Channel>,
+    /// Decides direct replies at the edge: a pure function of the message, known for the
+    /// agents whose code this process has (the built-in ones).
+    local_agents: Arc<std::collections::BTreeMap<String, Option<Arc<dyn sb_agent::Agent>>>>,
+}
+
+impl TaskStateClient {
+    /// `agents`: every agent served, with its code when this process has it.
+    pub fn new(
+        channel: Channel,
+        agents: std::collections::BTreeMap<String, Option<Arc<dyn sb_agent::Agent>>>,
+    ) -> TaskStateClient {
+        TaskStateClient {
+            raw: Raw::new(channel)
+                .max_decoding_message_size(64 * 1024 * 1024)
+                .max_encoding_message_size(64 * 1024 * 1024),
+            local_agents: Arc::new(agents),
+        }
+    }
+
+    fn raw(&self) -> Raw<Channel> {
+        self.raw.clone()
+    }
+}
+
+/// Sends an idempotent call, once more if it did not reach a replica.
+macro_rules! idempotent {
+    ($self:ident, $method:ident, $message:expr) => {{
+        let message = $message;
+        match $self.raw().$method(request(message.clone())).await {
+            Err(status) if is_transient(&status) => $self.raw().$method(request(message)).await,
+            other => other,
+        }
+        .map(Response::into_inner)
+        .map_err(error_from)
+    }};
+}
+
+/// Sends a call that must not be repeated blindly (it writes).
+macro_rules! once {
+    ($self:ident, $method:ident, $message:expr) => {{
+        $self
+            .raw()
+            .$method(request($message))
+            .await
+            .map(Response::into_inner)
+            .map_err(error_from)
+    }};
+}
+
+#[async_trait]
+impl TaskService for TaskStateClient {
+    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
+        let message = pb::CreateTaskRequest {
+            scope: scope_pb(&new.scope),
+            message_json: to_json(&new.message),
+            metadata_json: new.metadata.as_ref().map(to_json).unwrap_or_default(),
+        };
+        record_from(Some(once!(self, create, message)?))
+    }
+
+    async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
+        let message = pb::GetTaskRequest {
+            scope: scope_pb(scope),
+            task_id: task_id.to_owned(),
+        };
+        record_from(Some(idempotent!(self, get, message)?))
+    }
+
+    async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing> {
+        let message = pb::ListTasksRequest {
+            scope: scope_pb(scope),
+            request_json: to_json(request),
+        };
+        let listing = idempotent!(self, list, message)?;
+        Ok(TaskListing {
+            records: listing
+                .records
+                .into_iter()
+                .map(|r| record_from(Some(r)))
+                .collect::<Result<_, _>>()?,
+            total: listing.total as usize,
+            next_page_token: listing.next_page_token,
+            page_size: listing.page_size as usize,
+        })
+    }
+
+    async fn update(&self, task_id: &str, update: TaskUpdate) -> TaskResult<TaskRecord> {
+        let message = pb::UpdateTaskRequest {
+            task_id: task_id.to_owned(),
+            update_json: to_json(&update),
+            expected_states: Vec::new(),
+        };
+        record_from(once!(self, update, message)?.record)
+    }
+
+    async fn update_if(
+        &self,
+        task_id: &str,
+        expected: &[TaskState],
+        update: TaskUpdate,
+    ) -> TaskResult<Option<TaskRecord>> {
+        let message = pb::UpdateTaskRequest {
+            task_id: task_id.to_owned(),
+            update_json: to_json(&update),
+            expected_states: states_pb(expected),
+        };
+        match once!(self, update, message)?.record {
+            Some(record) => record_from(Some(record)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn cancel(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
+        // Canceling twice answers the canceled task: safe to repeat.
+        let message = pb::CancelTaskRequest {
+            scope: scope_pb(scope),
+            task_id: task_id.to_owned(),
+        };
+        record_from(Some(idempotent!(self, cancel, message)?))
+    }
+
+    async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> TaskResult<Vec<StoredEvent>> {
+        let message = pb::EventsAfterRequest {
+            task_id: task_id.to_owned(),
+            after,
+            limit: limit.min(u32::MAX as usize) as u32,
+        };
+        idempotent!(self, events_after, message)?
+            .events
+            .into_iter()
+            .map(event_from)
+            .collect()
+    }
+}
+
+#[async_trait]
+impl PushConfigService for TaskStateClient {
+    async fn create(
+        &self,
+        scope: &Scope,
+        config: TaskPushNotificationConfig,
+        version: Version,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        let message = pb::CreatePushConfigRequest {
+            scope: scope_pb(scope),
+            config_json: to_json(&config),
+            version: version.as_str().to_owned(),
+        };
+        from_json(
+            &once!(self, create_push_config, message)?.json,
+            "push config",
+        )
+    }
+
+    async fn get(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        let message = pb::PushConfigRef {
+            scope: scope_pb(scope),
+            task_id: task_id.to_owned(),
+            config_id: config_id.to_owned(),
+        };
+        from_json(
+            &idempotent!(self, get_push_config, message)?.json,
+            "push config",
+        )
+    }
+
+    async fn list(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, A2AError> {
+        let message = pb::ListPushConfigsRequest {
+            scope: scope_pb(scope),
+            task_id: task_id.to_owned(),
+        };
+        idempotent!(self, list_push_configs, message)?
+            .configs
+            .iter()
+            .map(|c| from_json(&c.json, "push config"))
+            .collect()
+    }
+
+    async fn delete(&self, scope: &Scope, task_id: &str, config_id: &str) -> Result<(), A2AError> {
+        let message = pb::PushConfigRef {
+            scope: scope_pb(scope),
+            task_id: task_id.to_owned(),
+            config_id: config_id.to_owned(),
+        };
+        idempotent!(self, delete_push_config, message).map(|_| ())
+    }
+}
+
+#[async_trait]
+impl TurnRunner for TaskStateClient {
+    fn serves(&self, agent: &str) -> bool {
+        self.local_agents.contains_key(agent)
+    }
+
+    fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {
+        self.local_agents
+            .get(agent)?
+            .as_ref()?
+            .direct_reply(message)
+    }
+
+    async fn dispatch(
+        &self,
+        record: &TaskRecord,
+        message: Message,
+    ) -> Result<oneshot::Receiver<()>, A2AError> {
+        let request = pb::AssignRequest {
+            record: Some(record_pb(record)),
+            message_json: to_json(&message),
+            traceparent: sb_telemetry::traceparent().unwrap_or_default(),
+        };
+        // No deadline: the stream lasts as long as the turn.
+        let mut progress = self
+            .raw()
+            .assign(traced(request))
+            .await
+            .map_err(error_from)?
+            .into_inner();
+        match progress.message().await {
+            Ok(Some(pb::TurnProgress { over: false })) => {}
+            Ok(_) => {
+                return Err(
+                    A2AError::internal("the task-state service did not queue the turn")
+                        .retryable(true),
+                );
+            }
+            Err(status) => return Err(error_from(status)),
+        }
+        let (turn_over, turn) = oneshot::channel();
+        tokio::spawn(async move {
+            if let Ok(Some(pb::TurnProgress { over: true })) = progress.message().await {
+                let _ = turn_over.send(());
+            }
+        });
+        Ok(turn)
+    }
+}

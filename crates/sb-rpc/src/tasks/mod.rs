@@ -1,0 +1,80 @@
+//! The task-state service over gRPC: [`TaskStateServer`] wraps the in-process services;
+//! [`TaskStateClient`] implements [`sb_tasks::TaskService`],
+//! [`sb_webhooks::PushConfigService`] and [`sb_agent::TurnRunner`] for processes that
+//! reach task state across the network. This module holds the conversions both share.
+
+mod client;
+mod server;
+
+pub use client::TaskStateClient;
+pub use server::TaskStateServer;
+
+use sb_protocol::*;
+use sb_store::{StoredEvent, TaskRecord};
+use sb_tasks::Scope;
+
+use crate::pb;
+use crate::wire::*;
+
+pub(super) fn scope_pb(scope: &Scope) -> Option<pb::Scope> {
+    Some(pb::Scope {
+        agent: scope.agent.clone(),
+        owner: scope.owner.clone(),
+    })
+}
+
+pub(super) fn scope_from(scope: Option<pb::Scope>) -> Scope {
+    let scope = scope.unwrap_or_default();
+    Scope {
+        agent: scope.agent,
+        owner: scope.owner,
+    }
+}
+
+pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
+    pb::TaskRecord {
+        json: to_json(record),
+    }
+}
+
+pub(super) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, A2AError> {
+    let record =
+        record.ok_or_else(|| A2AError::internal("task record missing on the internal API"))?;
+    from_json(&record.json, "task record")
+}
+
+pub(crate) fn event_pb(event: &StoredEvent) -> pb::TaskEvent {
+    pb::TaskEvent {
+        task_id: event.task_id.clone(),
+        seq: event.seq,
+        json: to_json(&event.event),
+    }
+}
+
+pub(crate) fn event_from(event: pb::TaskEvent) -> Result<StoredEvent, A2AError> {
+    Ok(StoredEvent {
+        task_id: event.task_id,
+        seq: event.seq,
+        event: from_json(&event.json, "task event")?,
+        traceparent: None,
+    })
+}
+
+pub(super) fn version_from(raw: &str) -> Version {
+    if raw == "0.3" {
+        Version::V0_3
+    } else {
+        Version::V1_0
+    }
+}
+
+pub(super) fn states_pb(states: &[TaskState]) -> Vec<String> {
+    states.iter().map(|s| s.as_str().to_owned()).collect()
+}
+
+pub(super) fn states_from(states: &[String]) -> Result<Vec<TaskState>, A2AError> {
+    states
+        .iter()
+        .map(|s| from_json(to_json(s).as_slice(), "task state"))
+        .collect()
+}

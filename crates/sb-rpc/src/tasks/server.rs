@@ -1,0 +1,209 @@
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use sb_agent::TurnRunner;
+use sb_protocol::requests::ListTasksRequest;
+use sb_protocol::*;
+use sb_tasks::{NewTask, TaskService, TaskUpdate};
+use sb_webhooks::PushConfigService;
+use tonic::{Request, Response, Status};
+
+use super::*;
+use crate::pb;
+use crate::wire::*;
+
+type Reply<T> = Result<Response<T>, Status>;
+
+fn reply<T>(result: Result<T, A2AError>) -> Reply<T> {
+    result.map(Response::new).map_err(status_from)
+}
+
+/// The server side: the in-process services this replica runs.
+#[derive(Debug, Clone)]
+pub struct TaskStateServer {
+    pub tasks: Arc<dyn TaskService>,
+    pub push: Arc<dyn PushConfigService>,
+    pub runner: Arc<dyn TurnRunner>,
+}
+
+impl TaskStateServer {
+    pub fn into_service(self) -> pb::task_state_server::TaskStateServer<TaskStateServer> {
+        pb::task_state_server::TaskStateServer::new(self)
+    }
+}
+
+type TurnStream = futures::stream::BoxStream<'static, Result<pb::TurnProgress, Status>>;
+
+#[async_trait]
+impl pb::task_state_server::TaskState for TaskStateServer {
+    async fn create(&self, request: Request<pb::CreateTaskRequest>) -> Reply<pb::TaskRecord> {
+        let req = request.into_inner();
+        let result = async {
+            let metadata = if req.metadata_json.is_empty() {
+                None
+            } else {
+                Some(from_json(&req.metadata_json, "metadata")?)
+            };
+            let new = NewTask {
+                scope: scope_from(req.scope),
+                message: from_json(&req.message_json, "message")?,
+                metadata,
+            };
+            Ok(record_pb(&self.tasks.create(new).await?))
+        }
+        .await;
+        reply(result)
+    }
+
+    async fn get(&self, request: Request<pb::GetTaskRequest>) -> Reply<pb::TaskRecord> {
+        let req = request.into_inner();
+        let scope = scope_from(req.scope);
+        reply(
+            self.tasks
+                .get(&scope, &req.task_id)
+                .await
+                .map(|r| record_pb(&r)),
+        )
+    }
+
+    async fn list(&self, request: Request<pb::ListTasksRequest>) -> Reply<pb::ListTasksResponse> {
+        let req = request.into_inner();
+        let result = async {
+            let list: ListTasksRequest = from_json(&req.request_json, "list request")?;
+            let listing = self.tasks.list(&scope_from(req.scope), &list).await?;
+            Ok(pb::ListTasksResponse {
+                records: listing.records.iter().map(record_pb).collect(),
+                total: listing.total as u64,
+                next_page_token: listing.next_page_token,
+                page_size: listing.page_size as u64,
+            })
+        }
+        .await;
+        reply(result)
+    }
+
+    async fn update(
+        &self,
+        request: Request<pb::UpdateTaskRequest>,
+    ) -> Reply<pb::UpdateTaskResponse> {
+        let req = request.into_inner();
+        let result = async {
+            let update: TaskUpdate = from_json(&req.update_json, "task update")?;
+            let record = if req.expected_states.is_empty() {
+                Some(self.tasks.update(&req.task_id, update).await?)
+            } else {
+                let expected = states_from(&req.expected_states)?;
+                self.tasks
+                    .update_if(&req.task_id, &expected, update)
+                    .await?
+            };
+            Ok(pb::UpdateTaskResponse {
+                record: record.as_ref().map(record_pb),
+            })
+        }
+        .await;
+        reply(result)
+    }
+
+    async fn cancel(&self, request: Request<pb::CancelTaskRequest>) -> Reply<pb::TaskRecord> {
+        let req = request.into_inner();
+        let scope = scope_from(req.scope);
+        reply(
+            self.tasks
+                .cancel(&scope, &req.task_id)
+                .await
+                .map(|r| record_pb(&r)),
+        )
+    }
+
+    async fn events_after(
+        &self,
+        request: Request<pb::EventsAfterRequest>,
+    ) -> Reply<pb::EventsAfterResponse> {
+        let req = request.into_inner();
+        let limit = (req.limit as usize).clamp(1, 1024);
+        let events = self
+            .tasks
+            .events_after(&req.task_id, req.after, limit)
+            .await;
+        reply(events.map(|events| pb::EventsAfterResponse {
+            events: events.iter().map(event_pb).collect(),
+        }))
+    }
+
+    async fn create_push_config(
+        &self,
+        request: Request<pb::CreatePushConfigRequest>,
+    ) -> Reply<pb::PushConfig> {
+        let req = request.into_inner();
+        let result = async {
+            let config = from_json(&req.config_json, "push config")?;
+            let scope = scope_from(req.scope);
+            let created = self
+                .push
+                .create(&scope, config, version_from(&req.version))
+                .await?;
+            Ok(pb::PushConfig {
+                json: to_json(&created),
+            })
+        }
+        .await;
+        reply(result)
+    }
+
+    async fn get_push_config(&self, request: Request<pb::PushConfigRef>) -> Reply<pb::PushConfig> {
+        let req = request.into_inner();
+        let scope = scope_from(req.scope);
+        let found = self.push.get(&scope, &req.task_id, &req.config_id).await;
+        reply(found.map(|c| pb::PushConfig { json: to_json(&c) }))
+    }
+
+    async fn list_push_configs(
+        &self,
+        request: Request<pb::ListPushConfigsRequest>,
+    ) -> Reply<pb::ListPushConfigsResponse> {
+        let req = request.into_inner();
+        let scope = scope_from(req.scope);
+        let configs = self.push.list(&scope, &req.task_id).await;
+        reply(configs.map(|configs| {
+            pb::ListPushConfigsResponse {
+                configs: configs
+                    .iter()
+                    .map(|c| pb::PushConfig { json: to_json(c) })
+                    .collect(),
+            }
+        }))
+    }
+
+    async fn delete_push_config(
+        &self,
+        request: Request<pb::PushConfigRef>,
+    ) -> Reply<pb::DeletePushConfigResponse> {
+        let req = request.into_inner();
+        let scope = scope_from(req.scope);
+        let deleted = self.push.delete(&scope, &req.task_id, &req.config_id).await;
+        reply(deleted.map(|()| pb::DeletePushConfigResponse {}))
+    }
+
+    type AssignStream = TurnStream;
+
+    async fn assign(&self, request: Request<pb::AssignRequest>) -> Reply<TurnStream> {
+        let req = request.into_inner();
+        let result = async {
+            let record = record_from(req.record)?;
+            let message: Message = from_json(&req.message_json, "message")?;
+            self.runner.dispatch(&record, message).await
+        }
+        .await;
+        let turn = result.map_err(status_from)?;
+        let queued = futures::stream::once(async { Ok(pb::TurnProgress { over: false }) });
+        let over = futures::stream::once(async move {
+            // A lost signal (the replica running the turn went away) still ends the wait:
+            // the caller then answers with the task as it is.
+            let _ = turn.await;
+            Ok(pb::TurnProgress { over: true })
+        });
+        Ok(Response::new(queued.chain(over).boxed()))
+    }
+}
