@@ -48,6 +48,11 @@ pub struct TaskCommit {
     pub expected_seq: u64,
     pub record: TaskRecord,
     pub events: Vec<StoredEvent>,
+    /// Creates only: refuse with [`crate::StoreError::LimitReached`] when the principal
+    /// already has this many unfinished tasks for the agent. Enforced by the backends
+    /// shared between processes (Redis), atomically with the write; the in-process ones
+    /// leave the count to the service, which sees every commit.
+    pub open_limit: Option<usize>,
 }
 
 /// A push-notification config as stored, with the protocol version it was registered

@@ -39,6 +39,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
         metadata: None,
     });
     TaskCommit {
+        open_limit: None,
         expected_seq: expected,
         record: TaskRecord {
             task,

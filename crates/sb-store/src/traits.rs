@@ -10,6 +10,9 @@ pub enum StoreError {
     /// The task moved on since it was read (or already exists, for a create).
     #[error("task {task_id} changed concurrently (now at seq {current_seq})")]
     Conflict { task_id: String, current_seq: u64 },
+    /// The principal has as many unfinished tasks as [`TaskCommit::open_limit`] allows.
+    #[error("{limit} tasks are already open for this caller")]
+    LimitReached { limit: usize },
     #[error("storage failure: {0}")]
     Backend(String),
 }

@@ -10,6 +10,16 @@ use parking_lot::Mutex;
 use sb_protocol::{A2AError, ErrorKind};
 use sb_store::TaskRecord;
 
+/// The answer to a caller over its limit of unfinished tasks (retryable).
+pub fn limit_reached(limit: usize) -> A2AError {
+    A2AError::new(
+        ErrorKind::ResourceExhausted,
+        format!(
+            "{limit} tasks are already open for this caller (the limit); wait for one to finish or cancel one"
+        ),
+    )
+}
+
 #[derive(Debug)]
 pub struct InFlight {
     limit: usize,
@@ -32,13 +42,7 @@ impl InFlight {
             .entry((agent.to_owned(), owner.to_owned()))
             .or_default();
         if tasks.len() >= self.limit {
-            return Err(A2AError::new(
-                ErrorKind::ResourceExhausted,
-                format!(
-                    "{} tasks are already open for this caller (the limit); wait for one to finish or cancel one",
-                    self.limit
-                ),
-            ));
+            return Err(limit_reached(self.limit));
         }
         tasks.insert(task_id.to_owned());
         Ok(())

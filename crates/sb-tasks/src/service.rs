@@ -77,7 +77,17 @@ const MAX_CAS_ATTEMPTS: usize = 64;
 pub struct LocalTaskService {
     store: Arc<dyn TaskStore>,
     bus: Arc<dyn EventBus>,
-    in_flight: Arc<InFlight>,
+    limit: OpenTaskLimit,
+}
+
+/// Who counts each principal's unfinished tasks.
+#[derive(Debug, Clone)]
+enum OpenTaskLimit {
+    /// This service, from the commits it makes: right when it is the only writer.
+    Local(Arc<InFlight>),
+    /// The store, atomically with each create: right with several replicas, each of
+    /// which sees only its own commits.
+    Shared(usize),
 }
 
 /// The default limit of open tasks per principal and agent.
@@ -94,14 +104,26 @@ impl LocalTaskService {
         LocalTaskService {
             store,
             bus,
-            in_flight,
+            limit: OpenTaskLimit::Local(in_flight),
         }
     }
 
-    /// Limits the open tasks of each principal (per agent) to `limit`.
+    /// Limits the open tasks of each principal (per agent) to `limit`, counted here.
     pub fn with_max_in_flight(mut self, limit: usize) -> LocalTaskService {
-        self.in_flight = Arc::new(InFlight::new(limit));
+        self.limit = OpenTaskLimit::Local(Arc::new(InFlight::new(limit)));
         self
+    }
+
+    /// The same limit, counted by a store shared with other replicas (Redis).
+    pub fn with_shared_max_in_flight(mut self, limit: usize) -> LocalTaskService {
+        self.limit = OpenTaskLimit::Shared(limit);
+        self
+    }
+
+    fn observe(&self, record: &TaskRecord) {
+        if let OpenTaskLimit::Local(in_flight) = &self.limit {
+            in_flight.observe(record);
+        }
     }
 
     /// Read → decide → conditional write, retried on a lost race. `decide` returns the
@@ -125,10 +147,11 @@ impl LocalTaskService {
                 expected_seq: record.seq,
                 record: next.clone(),
                 events: vec![event.clone()],
+                open_limit: None,
             };
             match self.store.commit(commit).await {
                 Ok(()) => {
-                    self.in_flight.observe(&next);
+                    self.observe(&next);
                     self.bus.publish(&event);
                     return Ok(next);
                 }
@@ -149,7 +172,7 @@ impl LocalTaskService {
     pub async fn recover_unfinished(&self) -> TaskResult<usize> {
         let all = self.store.list_all().await.map_err(store_error)?;
         for record in all.iter().filter(|r| r.state().is_interrupted()) {
-            self.in_flight.observe(record);
+            self.observe(record);
         }
         let mut failed = 0;
         let running = all
@@ -206,17 +229,26 @@ impl TaskService for LocalTaskService {
             event: StreamResponse::Task(task),
             traceparent: sb_telemetry::traceparent(),
         };
-        let commit = TaskCommit {
+        let mut commit = TaskCommit {
             expected_seq: 0,
             record: record.clone(),
             events: vec![event.clone()],
+            open_limit: None,
         };
-        self.in_flight
-            .reserve(&record.agent, &record.owner, &task_id)?;
+        match &self.limit {
+            OpenTaskLimit::Local(in_flight) => {
+                in_flight.reserve(&record.agent, &record.owner, &task_id)?
+            }
+            OpenTaskLimit::Shared(limit) => commit.open_limit = Some(*limit),
+        }
         if let Err(e) = self.store.commit(commit).await {
-            self.in_flight
-                .release(&record.agent, &record.owner, &task_id);
-            return Err(store_error(e));
+            if let OpenTaskLimit::Local(in_flight) = &self.limit {
+                in_flight.release(&record.agent, &record.owner, &task_id);
+            }
+            return Err(match e {
+                StoreError::LimitReached { limit } => crate::inflight::limit_reached(limit),
+                other => store_error(other),
+            });
         }
         self.bus.publish(&event);
         tracing::info!(task_id = %task_id, agent = %record.agent, "task created");

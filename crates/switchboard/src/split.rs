@@ -250,9 +250,10 @@ async fn run_tasks(
         anyhow::bail!("the tasks service needs the Redis backend for its turn queue");
     };
     let bus = backend.bus.clone();
+    // Counted in Redis: each replica sees only its own commits.
     let tasks = Arc::new(
         LocalTaskService::new(backend.tasks.clone(), bus.clone())
-            .with_max_in_flight(config.max_tasks_in_flight_per_principal),
+            .with_shared_max_in_flight(config.max_tasks_in_flight_per_principal),
     );
     let push = Arc::new(LocalPushConfigs::new(
         backend.push.clone(),

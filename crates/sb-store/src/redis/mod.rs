@@ -76,6 +76,10 @@ impl Keys {
     fn index(&self, agent: &str, owner: &str) -> String {
         format!("{}idx:{agent}\n{owner}", self.prefix)
     }
+    /// The principal's unfinished tasks (the in-flight limit counts them).
+    fn open(&self, agent: &str, owner: &str) -> String {
+        format!("{}open:{agent}\n{owner}", self.prefix)
+    }
     fn tasks(&self) -> String {
         format!("{}tasks", self.prefix)
     }

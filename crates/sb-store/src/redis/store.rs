@@ -145,6 +145,7 @@ impl TaskStore for RedisStore {
             .key(self.keys.all_events())
             .key(self.keys.index(&record.agent, &record.owner))
             .key(self.keys.tasks())
+            .key(self.keys.open(&record.agent, &record.owner))
             .arg(commit.expected_seq)
             .arg(record.seq)
             .arg(encode(record)?)
@@ -152,7 +153,13 @@ impl TaskStore for RedisStore {
             .arg(record.status_time().timestamp_millis())
             .arg(record.created_at.timestamp_millis())
             .arg(self.keys.channel(task_id))
-            .arg(GLOBAL_STREAM_CAP);
+            .arg(GLOBAL_STREAM_CAP)
+            .arg(if record.state().is_terminal() {
+                "0"
+            } else {
+                "1"
+            })
+            .arg(commit.open_limit.unwrap_or(0));
         for event in &commit.events {
             invocation.arg(event.seq).arg(encode(event)?);
         }
@@ -169,6 +176,11 @@ impl TaskStore for RedisStore {
         let Some(current) = current else {
             return Ok(());
         };
+        if current == "limit" {
+            return Err(StoreError::LimitReached {
+                limit: commit.open_limit.unwrap_or(0),
+            });
+        }
         let current_seq = current.parse().map_err(|_| {
             StoreError::Backend(format!(
                 "corrupt seq {current:?} of task {task_id} in redis"

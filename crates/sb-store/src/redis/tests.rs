@@ -463,3 +463,35 @@ async fn tasks_survive_a_restart_with_the_append_only_file_and_clients_reconnect
     // Stopped before its directory goes.
     drop(redis);
 }
+
+/// The open-task limit holds across replicas: two stores (two replicas) creating for
+/// one principal stop at the limit together, and a finished or evicted task frees its
+/// slot.
+#[tokio::test]
+async fn the_open_task_limit_is_shared_by_every_replica() {
+    let redis = TestRedis::shared();
+    let prefix = TestRedis::prefix("open-limit");
+    let a = RedisStore::connect(redis.url(), &prefix).await.unwrap();
+    let b = RedisStore::connect(redis.url(), &prefix).await.unwrap();
+    let create = |id: &str| TaskCommit {
+        open_limit: Some(2),
+        ..new_commit(id, 0, 1)
+    };
+    let refused = |result: crate::StoreResult<()>| {
+        matches!(result, Err(crate::StoreError::LimitReached { limit: 2 }))
+    };
+    a.commit(create("t1")).await.unwrap();
+    b.commit(create("t2")).await.unwrap();
+    assert!(refused(a.commit(create("t3")).await));
+    assert!(
+        a.get("t3").await.unwrap().is_none(),
+        "a refused create writes nothing"
+    );
+    let mut done = new_commit("t1", 1, 2);
+    done.record.task.status.state = TaskState::Completed;
+    b.commit(done).await.unwrap();
+    a.commit(create("t3")).await.unwrap();
+    assert!(refused(b.commit(create("t4")).await));
+    assert!(a.delete("t2").await.unwrap());
+    b.commit(create("t4")).await.unwrap();
+}
