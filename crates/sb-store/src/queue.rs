@@ -60,6 +60,8 @@ pub trait WorkQueue: Send + Sync + std::fmt::Debug + 'static {
     ) -> StoreResult<Option<Leased>>;
     /// Keeps `consumer`'s leases on these entries of `agent` alive.
     async fn renew(&self, agent: &str, consumer: &str, entry_ids: &[String]) -> StoreResult<()>;
+    /// Whether the turn `entry_id` of `agent` is still leased to a worker.
+    async fn is_leased(&self, agent: &str, entry_id: &str) -> StoreResult<bool>;
     /// Removes a finished turn.
     async fn finish(&self, agent: &str, entry_id: &str) -> StoreResult<()>;
     /// Takes over `agent`'s turns whose lease was not renewed for `min_idle` (their

@@ -206,6 +206,22 @@ impl WorkQueue for RedisWorkQueue {
         Ok(())
     }
 
+    async fn is_leased(&self, agent: &str, entry_id: &str) -> StoreResult<bool> {
+        // The group's pending entries are the lease table: a finished or re-queued turn
+        // has left it.
+        let mut conn = self.conn.clone();
+        let pending: redis::Value = redis::cmd("XPENDING")
+            .arg(self.key(agent))
+            .arg(GROUP)
+            .arg(entry_id)
+            .arg(entry_id)
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        Ok(matches!(pending, redis::Value::Array(entries) if !entries.is_empty()))
+    }
+
     async fn finish(&self, agent: &str, entry_id: &str) -> StoreResult<()> {
         let key = self.key(agent);
         let mut conn = self.conn.clone();

@@ -272,6 +272,7 @@ async fn run_tasks(
             tasks: tasks.clone(),
             push,
             runner: Arc::new(runner),
+            queue: Some(queue.clone()),
         }
         .into_service(),
     );

@@ -516,6 +516,20 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     })
     .await;
     assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+
+    // A worker cut off from the cluster cannot write into a task that moved on: an
+    // update naming a turn that is no longer leased is refused.
+    use sb_tasks::TaskService;
+    let port = &cluster.ports("tasks")[0];
+    let channel = sb_rpc::wire::connect(&format!("http://127.0.0.1:{port}")).unwrap();
+    let client = sb_rpc::tasks::TaskStateClient::new(channel, Default::default());
+    let zombie = client.for_turn("1-0", "slow-reassign");
+    let update = sb_tasks::TaskUpdate::Status {
+        state: sb_protocol::TaskState::Working,
+        message: None,
+    };
+    let refused = zombie.update(&ids[1], update).await.unwrap_err();
+    assert!(refused.message.contains("no longer leased"), "{refused:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,8 @@ pub struct TaskStateClient {
     /// Decides direct replies at the edge: a pure function of the message, known for the
     /// agents whose code this process has (the built-in ones).
     local_agents: Arc<std::collections::BTreeMap<String, Option<Arc<dyn sb_agent::Agent>>>>,
+    /// A worker's turn (assignment id, agent): its updates are fenced by the turn's lease.
+    turn: Option<(String, String)>,
 }
 
 impl TaskStateClient {
@@ -36,7 +38,21 @@ impl TaskStateClient {
                 .max_decoding_message_size(64 * 1024 * 1024)
                 .max_encoding_message_size(64 * 1024 * 1024),
             local_agents: Arc::new(agents),
+            turn: None,
         }
+    }
+
+    /// The same client for one turn of a remote worker: its updates name the turn, and
+    /// are refused once the turn is no longer leased to this worker.
+    pub fn for_turn(&self, assignment_id: &str, agent: &str) -> TaskStateClient {
+        TaskStateClient {
+            turn: Some((assignment_id.to_owned(), agent.to_owned())),
+            ..self.clone()
+        }
+    }
+
+    fn turn_fields(&self) -> (String, String) {
+        self.turn.clone().unwrap_or_default()
     }
 
     fn raw(&self) -> Raw<Channel> {
@@ -111,6 +127,8 @@ impl TaskService for TaskStateClient {
             task_id: task_id.to_owned(),
             update_json: to_json(&update),
             expected_states: Vec::new(),
+            assignment_id: self.turn_fields().0,
+            agent: self.turn_fields().1,
         };
         record_from(once!(self, update, message)?.record)
     }
@@ -125,6 +143,8 @@ impl TaskService for TaskStateClient {
             task_id: task_id.to_owned(),
             update_json: to_json(&update),
             expected_states: states_pb(expected),
+            assignment_id: self.turn_fields().0,
+            agent: self.turn_fields().1,
         };
         match once!(self, update, message)?.record {
             Some(record) => record_from(Some(record)).map(Some),

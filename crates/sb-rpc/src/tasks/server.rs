@@ -25,6 +25,34 @@ pub struct TaskStateServer {
     pub tasks: Arc<dyn TaskService>,
     pub push: Arc<dyn PushConfigService>,
     pub runner: Arc<dyn TurnRunner>,
+    /// The turn queue, whose leases fence remote workers' updates.
+    pub queue: Option<Arc<dyn sb_store::WorkQueue>>,
+}
+
+impl TaskStateServer {
+    /// Refuses an update from a worker whose turn is no longer leased to it.
+    async fn check_lease(&self, req: &pb::UpdateTaskRequest) -> Result<(), A2AError> {
+        let (Some(queue), false) = (&self.queue, req.assignment_id.is_empty()) else {
+            return Ok(());
+        };
+        let leased = queue
+            .is_leased(&req.agent, &req.assignment_id)
+            .await
+            .map_err(|e| {
+                A2AError::internal(format!("cannot check the turn's lease: {e}")).retryable(true)
+            })?;
+        if leased {
+            return Ok(());
+        }
+        Err(A2AError::new(
+            ErrorKind::UnsupportedOperation,
+            format!(
+                "turn {} of task {} is no longer leased to this worker (it was lost, queued again or is over); stop working on it",
+                req.assignment_id, req.task_id
+            ),
+        )
+        .with_task(&req.task_id))
+    }
 }
 
 impl TaskStateServer {
@@ -89,6 +117,7 @@ impl pb::task_state_server::TaskState for TaskStateServer {
     ) -> Reply<pb::UpdateTaskResponse> {
         let req = request.into_inner();
         let result = async {
+            self.check_lease(&req).await?;
             let update: TaskUpdate = from_json(&req.update_json, "task update")?;
             let record = if req.expected_states.is_empty() {
                 Some(self.tasks.update(&req.task_id, update).await?)

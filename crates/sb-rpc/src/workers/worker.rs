@@ -38,8 +38,7 @@ type Runs = Arc<Mutex<HashMap<String, CancellationToken>>>;
 /// canceled here: the service has already re-queued or failed them.
 pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Result<(), String> {
     let channel = connect(&options.tasks_url)?;
-    let tasks: Arc<dyn sb_tasks::TaskService> =
-        Arc::new(TaskStateClient::new(channel.clone(), BTreeMap::new()));
+    let tasks = TaskStateClient::new(channel.clone(), BTreeMap::new());
     let mut backoff = Duration::from_millis(200);
     loop {
         let runs = Runs::default();
@@ -79,7 +78,7 @@ fn cancel_all(runs: &Runs) {
 async fn attach(
     options: &WorkerOptions,
     channel: tonic::transport::Channel,
-    tasks: Arc<dyn sb_tasks::TaskService>,
+    tasks: TaskStateClient,
     runs: Runs,
     stop: CancellationToken,
 ) -> Result<(), String> {
@@ -131,7 +130,7 @@ async fn attach(
 fn start_turn(
     options: &WorkerOptions,
     assignment: pb::Assignment,
-    tasks: Arc<dyn sb_tasks::TaskService>,
+    tasks: TaskStateClient,
     runs: Runs,
     reports: mpsc::Sender<pb::WorkerMessage>,
 ) {
@@ -162,7 +161,8 @@ fn start_turn(
                 format!("this worker does not run agent {}", record.agent),
             ),
             (Ok((record, message)), Some(agent)) => {
-                let reporter = Reporter::new(tasks, record.task.id.clone());
+                let turn_client = tasks.for_turn(&assignment_id, &record.agent);
+                let reporter = Reporter::new(Arc::new(turn_client), record.task.id.clone());
                 let ctx = TaskContext {
                     task: record.task,
                     message,
