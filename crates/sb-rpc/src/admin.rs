@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use sb_store::DeadLetter;
+use sb_webhooks::DeliveryStatus;
 use sb_webhooks::admin::DeadLetterAdmin;
 use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
@@ -38,6 +39,21 @@ impl pb::dispatcher_admin_server::DispatcherAdmin for DispatcherAdminServer {
             .map_err(Status::unavailable)?;
         Ok(Response::new(pb::ListDeadLettersResponse {
             letters_json: to_json(&letters),
+        }))
+    }
+
+    async fn delivery_status(
+        &self,
+        request: Request<pb::DeliveryStatusRequest>,
+    ) -> Result<Response<pb::DeliveryStatusResponse>, Status> {
+        let task_id = request.into_inner().task_id;
+        let configs = self
+            .admin
+            .delivery_status(&task_id)
+            .await
+            .map_err(Status::unavailable)?;
+        Ok(Response::new(pb::DeliveryStatusResponse {
+            configs_json: to_json(&configs),
         }))
     }
 
@@ -92,5 +108,18 @@ impl DeadLetterAdmin for DispatcherAdminClient {
             .await
             .map_err(unreachable)?;
         Ok(response.into_inner().found)
+    }
+
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String> {
+        let message = pb::DeliveryStatusRequest {
+            task_id: task_id.to_owned(),
+        };
+        let response = self
+            .raw
+            .clone()
+            .delivery_status(request(message))
+            .await
+            .map_err(unreachable)?;
+        from_json(&response.into_inner().configs_json, "delivery status").map_err(|e| e.message)
     }
 }

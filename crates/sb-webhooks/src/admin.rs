@@ -1,6 +1,7 @@
-//! The operator's endpoints for failed deliveries, behind an admin token:
-//! `GET /admin/dead-letters` lists them, `POST /admin/dead-letters/{id}/redrive` queues
-//! one for another delivery.
+//! The operator's endpoints for deliveries, behind an admin token:
+//! `GET /admin/dead-letters` lists the failed ones, `POST /admin/dead-letters/{id}/redrive`
+//! queues one for another delivery, `GET /admin/deliveries/{task_id}` says how far each
+//! of a task's push configs has been served.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use serde_json::json;
 use subtle::ConstantTimeEq;
 
 use crate::Dispatcher;
+use crate::dispatcher::DeliveryStatus;
 
 /// What the admin endpoints need of a dispatcher: the one in this process, or a
 /// dispatcher service reached over the internal API.
@@ -22,6 +24,8 @@ pub trait DeadLetterAdmin: Send + Sync + std::fmt::Debug + 'static {
     async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, String>;
     /// Queues a dead letter for one more delivery; returns whether it existed.
     async fn redrive(&self, id: &str) -> Result<bool, String>;
+    /// How far each push config of the task has been served.
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String>;
 }
 
 #[async_trait::async_trait]
@@ -32,6 +36,10 @@ impl DeadLetterAdmin for Dispatcher {
 
     async fn redrive(&self, id: &str) -> Result<bool, String> {
         Dispatcher::redrive(self, id).await
+    }
+
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String> {
+        Dispatcher::delivery_status(self, task_id).await
     }
 }
 
@@ -50,6 +58,7 @@ pub fn admin_router(dispatcher: Arc<dyn DeadLetterAdmin>, token: &str) -> Router
     Router::new()
         .route("/admin/dead-letters", get(list))
         .route("/admin/dead-letters/{id}/redrive", post(redrive))
+        .route("/admin/deliveries/{task_id}", get(deliveries))
         .with_state(state)
 }
 
@@ -104,6 +113,20 @@ async fn redrive(
             let body = json!({"error": {"code": 404, "status": "NOT_FOUND", "message": format!("no dead letter {id}")}});
             (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
         }
+        Err(e) => internal(e),
+    }
+}
+
+async fn deliveries(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Path(task_id): Path<String>,
+) -> Response {
+    if !authorized(&admin, &headers) {
+        return refused();
+    }
+    match admin.dispatcher.delivery_status(&task_id).await {
+        Ok(configs) => axum::Json(json!({"taskId": task_id, "configs": configs})).into_response(),
         Err(e) => internal(e),
     }
 }

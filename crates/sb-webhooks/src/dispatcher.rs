@@ -117,6 +117,19 @@ struct Inner {
     chains: Mutex<HashMap<String, JoinHandle<()>>>,
 }
 
+/// How far one push config's deliveries have come.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryStatus {
+    pub config_id: String,
+    /// The webhook's host (never the full URL: it may carry secrets in its path).
+    pub host: String,
+    /// Every event up to this sequence number was delivered or given up on.
+    pub delivered_through: u64,
+    /// The task's latest event.
+    pub task_seq: u64,
+}
+
 /// A delivery that failed for good.
 struct Failure {
     host: String,
@@ -225,6 +238,34 @@ impl Dispatcher {
         if chains.len() > 1024 {
             chains.retain(|_, job| !job.is_finished());
         }
+    }
+
+    /// Where each of the task's push configs stands: delivered (or given up) through
+    /// which event, out of how many the task has.
+    pub async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String> {
+        let configs = self
+            .inner
+            .configs
+            .list_push_configs(task_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let task_seq = match self.inner.tasks.get(task_id).await {
+            Ok(Some(record)) => record.seq,
+            Ok(None) => 0,
+            Err(e) => return Err(e.to_string()),
+        };
+        Ok(configs
+            .into_iter()
+            .map(|record| DeliveryStatus {
+                config_id: record.config.id.clone().unwrap_or_default(),
+                host: reqwest::Url::parse(&record.config.url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                delivered_through: record.from_seq,
+                task_seq,
+            })
+            .collect())
     }
 
     /// The deliveries that failed for good, oldest first.

@@ -19,5 +19,5 @@ pub mod signing;
 pub mod ssrf;
 
 pub use configs::*;
-pub use dispatcher::{DeliveryMetrics, Dispatcher, DispatcherConfig};
+pub use dispatcher::{DeliveryMetrics, DeliveryStatus, Dispatcher, DispatcherConfig};
 pub use ssrf::AddressPolicy;

@@ -410,6 +410,19 @@ async fn dispatcher_killed_mid_delivery_still_delivers() {
         "every event after the cursor, in order, once each"
     );
 
+    // Where the task's deliveries stand, through a gateway: all served.
+    let status: Value = reqwest::Client::new()
+        .get(format!("{}/admin/deliveries/{task_id}", cluster.gateway(1)))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["configs"][0]["deliveredThrough"], 4, "{status}");
+    assert_eq!(status["configs"][0]["taskSeq"], 4, "{status}");
+
     // A refused delivery is a dead letter, listed and re-driven through a gateway
     // although the dispatcher runs elsewhere.
     let params = json!({"message": message("nobody home"),
