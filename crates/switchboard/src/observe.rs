@@ -8,14 +8,33 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
-pub(crate) struct TaskEventLabels {
+struct TaskEventLabels {
     /// The state the event leaves the task in (`TASK_STATE_…`), or `ARTIFACT_UPDATE`.
     state: String,
 }
 
+/// Registers `switchboard_task_events` and counts, until `stop`, the committed task
+/// events this process sees in the `metrics` group (with several replicas, each counts
+/// its share: the sum is the total).
+pub(crate) async fn count_task_events(
+    bus: &dyn sb_store::EventBus,
+    registry: &mut Registry,
+    stop: &CancellationToken,
+) -> Result<(), sb_store::StoreError> {
+    let counter = Family::<TaskEventLabels, Counter>::default();
+    registry.register(
+        "switchboard_task_events",
+        "Committed task events by resulting state",
+        counter.clone(),
+    );
+    let events = bus.subscribe_all("metrics").await?;
+    tokio::spawn(count_events(events, counter, stop.clone()));
+    Ok(())
+}
+
 /// Counts committed task events by the state they leave the task in (task creations
 /// are the `TASK_STATE_SUBMITTED` ones).
-pub(crate) async fn count_task_events(
+async fn count_events(
     mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
     counter: Family<TaskEventLabels, Counter>,
     stop: CancellationToken,

@@ -6,8 +6,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use sb_agent::AgentHost;
 use sb_fanout::LocalFanout;
@@ -21,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::host_agents;
 use crate::backend;
 use crate::config::Config;
-use crate::observe::{TaskEventLabels, count_task_events, metrics_router};
+use crate::observe::{count_task_events, metrics_router};
 
 /// Runs the configured services on `listener` until `shutdown` completes, then drains
 /// streams and agent runs.
@@ -57,17 +55,7 @@ pub async fn serve(
     delivery_metrics.register(&mut metrics_registry);
     let gateway_metrics = Arc::new(sb_gateway::metrics::GatewayMetrics::default());
     gateway_metrics.register(&mut metrics_registry);
-    let task_events = Family::<TaskEventLabels, Counter>::default();
-    metrics_registry.register(
-        "switchboard_task_events",
-        "Committed task events by resulting state",
-        task_events.clone(),
-    );
-    tokio::spawn(count_task_events(
-        bus.subscribe_all("metrics").await?,
-        task_events,
-        stop.clone(),
-    ));
+    count_task_events(&*bus, &mut metrics_registry, &stop).await?;
     let dispatcher_config = backend::dispatcher_config(&config, policy.clone(), delivery_metrics);
     let dispatcher = Dispatcher::new(
         backend.push.clone(),

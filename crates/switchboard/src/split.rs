@@ -8,8 +8,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use sb_agent::Agent;
 use sb_fanout::LocalFanout;
@@ -28,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::host_agents;
 use crate::backend::{self, Backend};
 use crate::config::Config;
-use crate::observe::{TaskEventLabels, count_task_events, metrics_router};
+use crate::observe::{count_task_events, metrics_router};
 
 /// How long a gateway waits for the registry service at startup.
 const REGISTRY_PATIENCE: Duration = Duration::from_secs(60);
@@ -288,16 +286,6 @@ async fn run_tasks(
         backend.push.clone(),
     );
     tokio::spawn(keeper.run(bus.clone(), stop.clone()));
-    let task_events = Family::<TaskEventLabels, Counter>::default();
-    metrics_registry.register(
-        "switchboard_task_events",
-        "Committed task events by resulting state",
-        task_events.clone(),
-    );
-    tokio::spawn(count_task_events(
-        bus.subscribe_all("metrics").await?,
-        task_events,
-        stop.clone(),
-    ));
+    count_task_events(&*bus, metrics_registry, stop).await?;
     Ok(())
 }

@@ -170,9 +170,10 @@ fn uuid_like() -> u128 {
         .as_nanos()
 }
 
-async fn rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
+/// The whole JSON-RPC response, error or not.
+async fn raw_rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response: Value = reqwest::Client::new()
+    reqwest::Client::new()
         .post(format!("{base}/agents/{agent}/a2a"))
         .header("A2A-Version", "1.0")
         .json(&body)
@@ -181,7 +182,12 @@ async fn rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The result of a JSON-RPC call that must succeed.
+async fn rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
+    let response = raw_rpc(base, agent, method, params).await;
     assert!(response.get("error").is_none(), "{method}: {response}");
     response["result"].clone()
 }
@@ -224,8 +230,8 @@ fn sse_ids(text: &str) -> Vec<u64> {
         .collect()
 }
 
-/// How many subscriptions a fan-out node holds, from its /metrics.
-async fn subscriptions(port: &str) -> u64 {
+/// The value of the metric line starting with `prefix` on one process (0 if absent).
+async fn metric(port: &str, prefix: &str) -> i64 {
     let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await
         .unwrap()
@@ -233,26 +239,16 @@ async fn subscriptions(port: &str) -> u64 {
         .await
         .unwrap();
     text.lines()
-        .find_map(|l| l.strip_prefix("switchboard_fanout_subscriptions "))
-        .map(|v| v.trim().parse().unwrap())
+        .find_map(|l| l.strip_prefix(prefix))
+        .map(|v| v.trim().parse::<i64>().unwrap())
         .unwrap_or(0)
 }
 
-/// The sum over every live process of `role` of the metric line starting with `prefix`.
+/// The sum of that metric over every live process of `role`.
 async fn metric_sum(cluster: &Cluster, role: &str, prefix: &str) -> i64 {
     let mut sum = 0;
     for port in cluster.ports(role) {
-        let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        sum += text
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .map(|v| v.trim().parse::<i64>().unwrap())
-            .unwrap_or(0);
+        sum += metric(&port, prefix).await;
     }
     sum
 }
@@ -292,7 +288,7 @@ async fn fanout_node_killed_mid_stream_resumes_on_the_other_without_a_gap() {
         .into_iter()
         .zip(cluster.pids("fanout"))
     {
-        if subscriptions(&port).await > 0 {
+        if metric(&port, "switchboard_fanout_subscriptions ").await > 0 {
             serving = Some(pid);
         }
     }
@@ -565,18 +561,7 @@ async fn tasks_survive_a_redis_restart_from_its_aof() {
         // the client reconnects and the task is there.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let task = loop {
-            let body =
-                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
-            let response: Value = reqwest::Client::new()
-                .post(format!("{base}/agents/echo/a2a"))
-                .header("A2A-Version", "1.0")
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let response = raw_rpc(&base, "echo", "GetTask", json!({"id": id})).await;
             if response.get("result").is_some() {
                 break response["result"].clone();
             }
