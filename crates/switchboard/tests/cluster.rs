@@ -141,6 +141,7 @@ impl Drop for Cluster {
 fn alive(pid: u32) -> bool {
     Command::new("kill")
         .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
         .status()
         .unwrap()
         .success()
