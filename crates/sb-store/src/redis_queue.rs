@@ -16,10 +16,14 @@ use crate::traits::{StoreError, StoreResult};
 
 const GROUP: &str = "workers";
 
-/// Queues only below the limit, atomically with the length check.
+/// Queues only below the limit, atomically with the length check. Idempotent per turn
+/// (KEYS[2] marks the turn queued for a day), so a push whose answer was lost with its
+/// connection can be sent again without queuing the turn twice.
 const PUSH: &str = r#"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
 if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('XADD', KEYS[1], '*', 'i', ARGV[2])
+redis.call('SET', KEYS[2], '1', 'EX', 86400)
 return 1
 "#;
 
@@ -124,15 +128,26 @@ impl WorkQueue for RedisWorkQueue {
     async fn push(&self, item: &WorkItem, limit: usize) -> StoreResult<bool> {
         self.ensure_group(&item.agent).await?;
         let json = serde_json::to_vec(item).map_err(StoreError::backend)?;
-        let mut conn = self.conn.clone();
-        let queued: i64 = self
-            .push
+        // Re-queued turns (a lost worker) keep their turn id: mark each delivery apart.
+        let marker = format!(
+            "{}queued:{}:{}",
+            self.prefix, item.turn_id, item.redeliveries
+        );
+        let mut invocation = self.push.prepare_invoke();
+        invocation
             .key(self.key(&item.agent))
+            .key(marker)
             .arg(limit.min(i64::MAX as usize) as i64)
-            .arg(json)
-            .invoke_async(&mut conn)
-            .await
-            .map_err(backend)?;
+            .arg(json);
+        let queued: i64 = match invocation.invoke_async(&mut self.conn.clone()).await {
+            // After Redis restarts, the first command on the old connection fails; the
+            // script is idempotent per turn, so sending it again is safe.
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                invocation.invoke_async(&mut self.conn.clone()).await
+            }
+            other => other,
+        }
+        .map_err(backend)?;
         Ok(queued == 1)
     }
 

@@ -9,6 +9,7 @@ use sb_tasks::{TaskService, TaskUpdate};
 use tokio::sync::oneshot;
 
 use super::QueuePolicy;
+use super::session::with_retries;
 
 #[derive(Debug, Clone)]
 pub struct QueueRunner {
@@ -57,17 +58,13 @@ impl TurnRunner for QueueRunner {
             traceparent: sb_telemetry::traceparent().unwrap_or_default(),
         };
         // Watch before queuing, so a turn over at once is not missed.
-        let turn = self
-            .bus
-            .watch_turn(&item.turn_key())
+        let key = item.turn_key();
+        let turn = with_retries(|| self.bus.watch_turn(&key))
             .await
             .map_err(unavailable)?;
-        if self
-            .queue
-            .push(&item, policy.max_queued)
-            .await
-            .map_err(unavailable)?
-        {
+        // Pushing is idempotent per turn, so it may be retried.
+        let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
+        if queued.map_err(unavailable)? {
             return Ok(turn);
         }
         // Rejected, not failed: the agent was never tried; the client may retry later.
