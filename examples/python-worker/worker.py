@@ -71,15 +71,20 @@ class Reporter:
     """Reports one turn's progress: each call is one TaskState.Update, i.e. one
     transition of the task, carrying a TaskUpdate (the serde JSON of sb_tasks::TaskUpdate)."""
 
-    def __init__(self, pb, tasks, task_id, canceled):
+    def __init__(self, pb, tasks, task_id, canceled, assignment_id="", agent=""):
         self.pb, self.tasks, self.task_id, self.canceled = pb, tasks, task_id, canceled
+        # Naming the turn fences the updates: once the turn is no longer leased to this
+        # worker (lost, queued again), Switchboard refuses them.
+        self.assignment_id, self.agent = assignment_id, agent
         self.ended = False  # reported a state that ends the turn -> settled_by_agent
 
     def _update(self, update):
         if self.canceled.is_set():
             raise Canceled()
         request = self.pb.UpdateTaskRequest(task_id=self.task_id,
-                                            update_json=json.dumps(update).encode())
+                                            update_json=json.dumps(update).encode(),
+                                            assignment_id=self.assignment_id,
+                                            agent=self.agent)
         try:
             self.tasks.Update(request, timeout=10)
         except grpc.RpcError as err:
@@ -179,7 +184,8 @@ class Session:
             task_id = record["task"]["id"]
             log.info("assignment %s: task %s (agent %s, redeliveries %d)", assignment.assignment_id,
                      task_id, record["agent"], assignment.redeliveries)
-            report = Reporter(self.pb, self.tasks, task_id, canceled)
+            report = Reporter(self.pb, self.tasks, task_id, canceled,
+                              assignment.assignment_id, record["agent"])
             if record["agent"] not in self.args.agent:
                 raise RuntimeError(f"this worker does not run agent {record['agent']}")
             text = "\n".join(p["text"] for p in message.get("parts", []) if "text" in p)
