@@ -15,6 +15,9 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
 }
 
+/// The well-known types the messages use (`Struct`, `Timestamp`, `Empty`, …).
+pub use pbjson_types as wkt;
+
 pub mod convert;
 pub mod status;
 

@@ -1,11 +1,13 @@
 //! The public A2A edge: serves every hosted agent under `/agents/{name}/` (and the
-//! default agent at the root) over JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3, with SSE.
+//! default agent at the root) over JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3, with SSE,
+//! and over gRPC (`lf.a2a.v1.A2AService`, A2A 1.0), where the `tenant` names the agent.
 //!
 //! # Layout
 //! - [`router`]: the axum router; all A2A paths go through one dispatcher that picks the
 //!   agent, then the card, JSON-RPC or REST handler.
 //! - [`ops`]: the operations, independent of binding and version.
 //! - [`jsonrpc`], [`rest`]: the two HTTP bindings, decoding and encoding per dialect.
+//! - [`grpc`]: the gRPC binding, a tonic service over the same operations and state.
 //! - [`wire`]: result encoding per dialect and SSE framing.
 //! - [`cards`]: Agent Card responses with conditional GET.
 //!
@@ -14,6 +16,7 @@
 
 pub mod auth;
 pub mod cards;
+pub mod grpc;
 pub mod jsonrpc;
 pub mod jwt;
 pub mod limits;
@@ -74,24 +77,33 @@ impl Request {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// The resume cursor: a decimal `Last-Event-ID` up to 2^53-1 (anything else, e.g. a
-    /// UUID from another server, counts as absent).
     pub fn last_event_id(&self) -> Option<u64> {
-        let value: u64 = self.header("last-event-id")?.trim().parse().ok()?;
-        (value < (1 << 53)).then_some(value)
+        last_event_id(&self.headers)
     }
 
-    /// Whether the client activated `uri` (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`).
     pub fn activates(&self, uri: &str) -> bool {
-        ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
-            self.headers
-                .get_all(*name)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .any(|item| item.trim() == uri)
-        })
+        activates(&self.headers, uri)
     }
+}
+
+/// The resume cursor: a decimal `Last-Event-ID` up to 2^53-1 (anything else, e.g. a
+/// UUID from another server, counts as absent). gRPC metadata arrives as the same headers.
+pub fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    let value = headers.get("last-event-id")?.to_str().ok()?;
+    let value: u64 = value.trim().parse().ok()?;
+    (value < (1 << 53)).then_some(value)
+}
+
+/// Whether the client activated `uri` (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`).
+pub fn activates(headers: &HeaderMap, uri: &str) -> bool {
+    ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
+        headers
+            .get_all(*name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|item| item.trim() == uri)
+    })
 }
 
 /// The public router.

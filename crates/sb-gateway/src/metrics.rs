@@ -11,7 +11,7 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    /// `jsonrpc`, `rest` or `card`.
+    /// `jsonrpc`, `rest`, `card` or `grpc`.
     pub binding: String,
     /// The A2A operation (`SendMessage`, …) or `unknown`.
     pub operation: String,

@@ -88,24 +88,24 @@ impl StaticRegistry {
     ) -> StaticRegistry {
         let now = Utc::now();
         let base = public_url.trim_end_matches('/');
+        let grpc = grpc_address(base);
         let cards = agents
             .iter()
             .map(|a| {
-                (
-                    a.name.clone(),
-                    entry(
-                        build_card(a, &format!("{base}/agents/{}", a.name)),
-                        a.merged_card_by_default,
-                        now,
-                    ),
-                )
+                let grpc = AgentInterface {
+                    tenant: Some(a.name.clone()),
+                    ..interface(grpc.clone(), "GRPC", "1.0")
+                };
+                let card = build_card(a, &format!("{base}/agents/{}", a.name), grpc);
+                (a.name.clone(), entry(card, a.merged_card_by_default, now))
             })
             .collect();
         let default = default_agent.and_then(|name| agents.iter().find(|a| a.name == name));
+        let root_grpc = interface(grpc, "GRPC", "1.0");
         StaticRegistry {
             cards,
             // The root is what generic clients of either generation discover first.
-            root: default.map(|a| entry(build_card(a, base), true, now)),
+            root: default.map(|a| entry(build_card(a, base, root_grpc), true, now)),
             default_agent: default.map(|a| a.name.clone()),
         }
     }
@@ -183,15 +183,38 @@ fn interface(url: String, binding: &str, version: &str) -> AgentInterface {
     }
 }
 
+/// The gRPC target (`host:port`, spec §5.3) of the public URL: gRPC paths are fixed
+/// (`/lf.a2a.v1.A2AService/…`), so every agent shares the origin's address and the
+/// interface's `tenant` names the agent (the default agent needs none).
+pub fn grpc_address(public_url: &str) -> String {
+    let (default_port, rest) = match public_url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (443, rest),
+        Some((_, rest)) => (80, rest),
+        None => (80, public_url),
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    // An IPv6 literal has colons of its own: only one after `]` is a port.
+    let has_port = match authority.rsplit_once(']') {
+        Some((_, after)) => after.starts_with(':'),
+        None => authority.contains(':'),
+    };
+    match has_port {
+        true => authority.to_owned(),
+        false => format!("{authority}:{default_port}"),
+    }
+}
+
 /// The card of an agent served at `base`: JSON-RPC at `{base}/a2a`, HTTP+JSON at `{base}`
-/// (1.0 paths) and `{base}/v1/…` (0.3 paths), both versions, 1.0 preferred.
-pub fn build_card(agent: &HostedAgent, base: &str) -> AgentCard {
+/// (1.0 paths) and `{base}/v1/…` (0.3 paths), both versions, and `grpc` (1.0 only);
+/// 1.0 preferred.
+pub fn build_card(agent: &HostedAgent, base: &str, grpc: AgentInterface) -> AgentCard {
     AgentCard {
         name: agent.name.clone(),
         description: agent.description.clone(),
         supported_interfaces: vec![
             interface(format!("{base}/a2a"), "JSONRPC", "1.0"),
             interface(base.to_owned(), "HTTP+JSON", "1.0"),
+            grpc,
             interface(format!("{base}/a2a"), "JSONRPC", "0.3"),
             interface(base.to_owned(), "HTTP+JSON", "0.3"),
         ],
@@ -241,6 +264,18 @@ fn entry(card: AgentCard, merged_by_default: bool, now: DateTime<Utc>) -> CardEn
 mod tests {
     use super::*;
 
+    #[test]
+    fn grpc_address_is_host_and_port() {
+        assert_eq!(grpc_address("http://127.0.0.1:28932"), "127.0.0.1:28932");
+        assert_eq!(
+            grpc_address("https://a2a.example.com/base"),
+            "a2a.example.com:443"
+        );
+        assert_eq!(grpc_address("http://example.com"), "example.com:80");
+        assert_eq!(grpc_address("http://[::1]:8080/x"), "[::1]:8080");
+        assert_eq!(grpc_address("https://[::1]"), "[::1]:443");
+    }
+
     fn agent(name: &str) -> HostedAgent {
         HostedAgent {
             name: name.into(),
@@ -276,6 +311,18 @@ mod tests {
         assert_eq!(
             reg.root_card().unwrap().card.supported_interfaces[1].url,
             "http://h:1"
+        );
+        let grpc = &echo.card.supported_interfaces[2];
+        assert_eq!(
+            (grpc.url.as_str(), grpc.protocol_binding.as_str()),
+            ("h:1", "GRPC")
+        );
+        assert_eq!(grpc.tenant.as_deref(), Some("echo"));
+        let root_grpc = &reg.root_card().unwrap().card.supported_interfaces[2];
+        assert_eq!(root_grpc.tenant, None, "the root serves the default agent");
+        assert!(
+            !json["additionalInterfaces"].to_string().contains("GRPC"),
+            "0.3 clients are not offered the 1.0 gRPC service"
         );
         assert_ne!(echo.merged.etag, reg.card("x").unwrap().merged.etag);
         assert_ne!(echo.merged.etag, echo.v1.etag);

@@ -91,6 +91,7 @@ pub async fn serve(
         ),
         metrics: gateway_metrics,
     };
+    let grpc = tonic::service::Routes::new(sb_gateway::grpc::service(state.clone()));
     let mut app = sb_gateway::router(state).merge(metrics_router(Arc::new(metrics_registry)));
     if let Some(token) = &config.admin_token {
         app = app.merge(sb_webhooks::admin::admin_router(
@@ -108,6 +109,8 @@ pub async fn serve(
     tokio::spawn(keeper.run(bus.clone(), stop.clone()));
     tracing::info!(listen = %listener.local_addr()?, public_url = %config.public_url(), "switchboard serving");
     let stopping = stop.clone();
+    // The A2A gRPC binding shares the port with the HTTP ones.
+    let app = crate::mux::by_protocol(grpc.into_axum_router(), app);
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         tracing::info!("shutting down: draining streams and agent runs");

@@ -1,7 +1,8 @@
 //! Any subset of the services in this process (`--services`), sharing state through
 //! Redis and reaching the others over the internal gRPC API. Every process serves one
-//! port: `/healthz`, `/metrics`, its gRPC services, and the A2A edge if it is a gateway
-//! (HTTP/1.1 and HTTP/2 side by side). Agents run on remote workers (`switchboard worker`).
+//! port: `/healthz`, `/metrics`, its gRPC services, and the A2A edge (HTTP bindings and
+//! the public gRPC service) if it is a gateway (HTTP/1.1 and HTTP/2 side by side).
+//! Agents run on remote workers (`switchboard worker`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -52,21 +53,6 @@ fn own_url(listener: &TcpListener) -> anyhow::Result<String> {
 
 fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {
     sb_rpc::wire::connect(url).map_err(|e| anyhow::anyhow!(e))
-}
-
-/// gRPC calls (by content type) to the internal services, everything else to the HTTP
-/// routes: both routers end in a catch-all, so they cannot simply be merged.
-fn by_protocol(grpc: axum::Router, http: axum::Router) -> axum::Router {
-    use tower::ServiceExt;
-    let route = move |request: axum::extract::Request| {
-        let is_grpc = request
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-        let target = if is_grpc { grpc.clone() } else { http.clone() };
-        target.oneshot(request)
-    };
-    axum::Router::new().fallback_service(tower::service_fn(route))
 }
 
 pub async fn serve_split(
@@ -183,6 +169,8 @@ pub async fn serve_split(
             ),
             metrics: gateway_metrics,
         };
+        // The public A2A gRPC service sits with the internal ones (same content type).
+        grpc.add_service(sb_gateway::grpc::service(state.clone()));
         app = app.merge(sb_gateway::router(state));
         // The dead letters, through this gateway, of a dispatcher running elsewhere.
         if let (Some(token), Some(url), false) = (
@@ -204,7 +192,7 @@ pub async fn serve_split(
             span
         },
     );
-    let app = by_protocol(
+    let app = crate::mux::by_protocol(
         grpc.routes().into_axum_router().layer(traced),
         app.merge(metrics_router(Arc::new(metrics_registry))),
     );

@@ -29,7 +29,13 @@ test('root card is the echo agent', { timeout: 15000 }, async () => {
   assert.equal(card.name, 'echo');
   const pairs = new Set(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${majorMinor(i.protocolVersion)}`));
   for (const p of ['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']) assert.ok(pairs.has(p), [...pairs].join());
-  for (const i of card.supportedInterfaces) assert.ok(i.url.startsWith(SWITCHBOARD_URL), i.url);
+  // gRPC targets are host:port (spec §5.3), the server's own address; the root's names no
+  // tenant (it serves echo, the default agent).
+  const grpc = card.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
+  assert.deepEqual(grpc.map((i) => [i.url, i.tenant]), [[new URL(SWITCHBOARD_URL).host, undefined]]);
+  for (const i of card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC')) {
+    assert.ok(i.url.startsWith(SWITCHBOARD_URL), i.url);
+  }
 });
 
 test('card is fetched with GET {base}.well-known/agent-card.json and A2A-Version 1.0', { timeout: 15000 }, async () => {
