@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop suite: drives an A2A server with the official clients
-# (PyPI a2a-sdk 1.3.0 and npm @a2a-js/sdk 1.3.0, 1.0 and 0.3 modes).
+# (PyPI a2a-sdk 1.3.0 and npm @a2a-js/sdk 1.3.0, 1.0 and 0.3 modes; gRPC 1.0 in Python).
 #
 #   SWITCHBOARD_URL=http://127.0.0.1:8080 tests/interop/run.sh [python] [js]
 #

@@ -5,6 +5,10 @@ Client modes (`MODES`):
 * ``jsonrpc-1.0`` / ``rest-1.0``: the 1.0 ``JsonRpcTransport`` / ``RestTransport``.
   The agent card is used as served; ``ClientFactory`` picks the interface
   for the requested binding and prefers protocolVersion 1.0.
+* ``grpc-1.0``: the 1.0 ``GrpcTransport`` (``lf.a2a.v1.A2AService``) on the
+  card's GRPC interface: ``host:port`` of the server, and the agent's name as
+  ``tenant``, which the factory copies into every request (the root card's
+  interface has none: the default agent). Only the card travels over httpx.
 * ``jsonrpc-0.3`` / ``rest-0.3``: the compat ``CompatJsonRpcTransport`` /
   ``CompatRestTransport``. a2a-sdk 1.3 selects them from the protocolVersion
   of the chosen ``supportedInterfaces`` entry (0.3 <= v < 1.0). Because the
@@ -25,6 +29,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import grpc
 import httpx
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
@@ -45,9 +50,9 @@ from a2a.types import (
 
 SWITCHBOARD_URL = os.environ.get('SWITCHBOARD_URL', 'http://127.0.0.1:8080').rstrip('/')
 
-MODES = ['jsonrpc-1.0', 'rest-1.0', 'jsonrpc-0.3', 'rest-0.3']
+MODES = ['jsonrpc-1.0', 'rest-1.0', 'grpc-1.0', 'jsonrpc-0.3', 'rest-0.3']
 MODES_1_0 = [m for m in MODES if m.endswith('1.0')]
-BINDINGS = {'jsonrpc': 'JSONRPC', 'rest': 'HTTP+JSON'}
+BINDINGS = {'jsonrpc': 'JSONRPC', 'rest': 'HTTP+JSON', 'grpc': 'GRPC'}
 
 S = TaskState
 
@@ -161,6 +166,8 @@ async def make_client(
         streaming=streaming,
         httpx_client=http,
         supported_protocol_bindings=[binding],
+        # Switchboard serves cleartext HTTP/2 on its HTTP port.
+        grpc_channel_factory=grpc.aio.insecure_channel,
     )
     return ClientFactory(config).create(card)
 

@@ -2,6 +2,7 @@
 
 import uuid
 
+import grpc
 import httpx
 import pytest
 
@@ -14,6 +15,8 @@ from interop import make_client, new_text, send, state_name, user_message
 # REST 0.3 status codes were never specified; 1.0.1's table (400) and the
 # 0.3-era Python SDK's (501 for unsupported, 409 for not-cancelable) both occur.
 REST_03_STATUS = {404: {404}, 400: {400, 409, 501}}
+# The A2A errors these tests provoke, by HTTP status, as gRPC codes (A2A 1.0.1 table).
+GRPC_CODE = {404: grpc.StatusCode.NOT_FOUND, 400: grpc.StatusCode.FAILED_PRECONDITION}
 
 
 def assert_error(exc: BaseException, mode: str, cls: type, code: int, http_status: int) -> None:
@@ -30,6 +33,14 @@ def assert_error(exc: BaseException, mode: str, cls: type, code: int, http_statu
     if mode.startswith('jsonrpc'):
         assert isinstance(exc, cls), repr(exc)
         assert JSON_RPC_ERROR_CODE_MAP[type(exc)] == code
+        return
+    if mode.startswith('grpc'):
+        # The client maps the ErrorInfo reason to the class; the status code follows
+        # the A2A table (HTTP 404 is NOT_FOUND, these 400s FAILED_PRECONDITION).
+        assert isinstance(exc, cls), repr(exc)
+        cause = exc.__cause__
+        assert isinstance(cause, grpc.aio.AioRpcError), repr(exc)
+        assert cause.code() == GRPC_CODE[http_status], cause.code()
         return
     assert isinstance(exc, A2AError), repr(exc)
     cause = exc.__cause__

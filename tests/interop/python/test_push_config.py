@@ -42,6 +42,9 @@ async def _waiting_task(client):
 def _assert_create_wire(wire, mode, task_id, cfg_id, token):
     binding, version = split_mode(mode)
     base = agent_base('consolidate')
+    if binding == 'GRPC':
+        assert all(r['url'].endswith('/agent-card.json') for r in wire.requests), wire.requests
+        return
     if binding == 'JSONRPC':
         body = wire.last(lambda r: r['url'] == base + 'a2a' and r['body'] and 'push' in r['body']['method'].lower())['body']
         if version == '1.0':
