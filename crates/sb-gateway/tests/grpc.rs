@@ -325,6 +325,13 @@ async fn errors_carry_the_a2a_code_and_details() {
     assert_eq!(refused.code(), Code::FailedPrecondition);
     assert_eq!(error_info(&refused).0, "VERSION_NOT_SUPPORTED");
 
+    let huge = message("e-big", &"x".repeat(100 * 1024));
+    let too_big = client
+        .send_message(send_request("", huge, false))
+        .await
+        .unwrap_err();
+    assert_eq!(too_big.code(), Code::OutOfRange, "over max_body_bytes");
+
     let unknown = client
         .get_task(pb::GetTaskRequest {
             tenant: "nobody".into(),
