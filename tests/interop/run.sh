@@ -28,29 +28,12 @@ want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done;
 
 mkdir -p "$cache"
 
-# --- Python environment -------------------------------------------------------
+# --- Python environment (scripts/lib/pyvenv.sh) -------------------------------------
+# shellcheck source=SCRIPTDIR/../../scripts/lib/pyvenv.sh
+. "$here/../../scripts/lib/pyvenv.sh"
 py=""
 setup_python() {
-  local req="$here/python/requirements.txt" stamp venv="$cache/venv"
-  stamp="$(python3 -c 'import hashlib,sys;print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$req")" || return 1
-  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.requirements" 2>/dev/null)" = "$stamp" ]; then
-    py="$venv/bin/python"; return 0
-  fi
-  log "installing Python requirements into $venv"
-  rm -rf "$venv"
-  if python3 -m venv "$venv" 2>/dev/null && [ -x "$venv/bin/pip" ]; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" || return 1
-  else
-    # No venv/ensurepip (e.g. Debian without python3-venv): a plain --target dir.
-    echo "python3 -m venv unavailable; installing with pip --target" >&2
-    rm -rf "$venv"; mkdir -p "$venv/bin" "$venv/lib"
-    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
-      --target "$venv/lib" -r "$req" || return 1
-    printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$venv/lib" > "$venv/bin/python"
-    chmod +x "$venv/bin/python"
-  fi
-  echo "$stamp" > "$venv/.requirements"
-  py="$venv/bin/python"
+  ensure_venv "$cache/venv" "$here/python/requirements.txt" log && py="$PYVENV_PYTHON"
 }
 
 # --- wait for the server -------------------------------------------------------
