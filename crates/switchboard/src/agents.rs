@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sb_agent::Agent;
-use sb_agent::builtin::{ConformanceAgent, ConsolidateAgent, EchoAgent};
+use sb_agent::builtin::{BenchAgent, ConformanceAgent, ConsolidateAgent, EchoAgent};
 use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
 use sb_gateway::jwt::{JwksSource, JwtVerifier};
 use sb_registry::HostedAgent;
@@ -108,6 +108,7 @@ pub(crate) fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
             Arc::new(agent)
         }
         "conformance" => Arc::new(ConformanceAgent::default()),
+        "bench" => Arc::new(BenchAgent),
         _ => Arc::new(EchoAgent),
     }
 }

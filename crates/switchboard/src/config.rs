@@ -69,7 +69,7 @@ pub const SERVICES: [&str; 5] = ["gateway", "tasks", "fanout", "dispatcher", "re
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
-    /// Which built-in agent runs it: `echo`, `consolidate` or `conformance`.
+    /// Which built-in agent runs it: `echo`, `consolidate`, `conformance` or `bench`.
     pub kind: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -308,9 +308,9 @@ fn validate(config: &Config) -> Result<(), String> {
         if seen.insert(agent.name.clone(), ()).is_some() {
             return Err(format!("agent \"{}\" is configured twice", agent.name));
         }
-        if !["echo", "consolidate", "conformance"].contains(&agent.kind.as_str()) {
+        if !["echo", "consolidate", "conformance", "bench"].contains(&agent.kind.as_str()) {
             return Err(format!(
-                "agent \"{}\": unknown kind \"{}\" (expected echo, consolidate or conformance)",
+                "agent \"{}\": unknown kind \"{}\" (expected echo, consolidate, conformance or bench)",
                 agent.name, agent.kind
             ));
         }

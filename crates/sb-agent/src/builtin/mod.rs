@@ -1,9 +1,11 @@
 //! The agents Switchboard hosts out of the box.
 
+mod bench;
 mod conformance;
 mod consolidate;
 mod echo;
 
+pub use bench::BenchAgent;
 pub use conformance::ConformanceAgent;
 pub use consolidate::ConsolidateAgent;
 pub use echo::EchoAgent;

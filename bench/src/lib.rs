@@ -1,0 +1,19 @@
+//! The benchmark harness (`scripts/bench.sh` runs it): measures Switchboard against the
+//! official A2A SDK servers and a bare axum ceiling, side by side, in one run.
+//!
+//! - [`http`]: the load generator's connections (hyper, one per worker);
+//! - [`a2a`]: the A2A 1.0 JSON-RPC requests and what answers must contain;
+//! - [`scenarios`]: B1–B6, each returning [`stats::Outcome`]s;
+//! - [`servers`]: starting each server pinned to its core, knowing its processes;
+//! - [`suite`]: the whole run, B7 scaling included; [`report`]: `docs/performance.md`;
+//! - [`ceiling`]: the fixed-answer axum server; [`procstat`]: CPU and memory from `/proc`.
+
+pub mod a2a;
+pub mod ceiling;
+pub mod http;
+pub mod procstat;
+pub mod report;
+pub mod scenarios;
+pub mod servers;
+pub mod stats;
+pub mod suite;

@@ -1,0 +1,181 @@
+//! `sb-bench`: the harness's command line. `run` is the whole suite; `ceiling` serves the
+//! fixed-answer server; `load` drives one scenario against a server already running.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use sb_bench::http::Target;
+use sb_bench::report::{self, Context};
+use sb_bench::scenarios::{self, Load, Unary};
+use sb_bench::servers::{self, Setup, Topology};
+use sb_bench::stats::Outcome;
+use sb_bench::suite::{self, Plan};
+
+#[derive(Parser, Debug)]
+#[command(name = "sb-bench", about = "Switchboard's benchmark harness")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Every scenario against every server; prints one line per figure and writes the report.
+    Run {
+        /// A few seconds per scenario (CI): proves the harness works.
+        #[arg(long)]
+        smoke: bool,
+        /// Comma-separated subset of python,js,ceiling,switchboard,split.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "python,js,ceiling,switchboard,split"
+        )]
+        servers: Vec<String>,
+        /// Skip B7 (split deployment scaling and redis-benchmark).
+        #[arg(long)]
+        no_scaling: bool,
+        /// Where the Markdown report goes.
+        #[arg(long)]
+        report: PathBuf,
+        /// The repository (peer scripts, bench config, local-cluster.sh).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        #[arg(long)]
+        switchboard_bin: PathBuf,
+        /// Scratch directory: server logs, data, cluster state, results.json.
+        #[arg(long, default_value = "target/bench")]
+        work_dir: PathBuf,
+        /// CPUs the servers are pinned to (`taskset -c`); empty to not pin.
+        #[arg(long, default_value = "0")]
+        server_cpus: String,
+        /// How the run was started, for the report.
+        #[arg(long, default_value = "scripts/bench.sh")]
+        command_line: String,
+    },
+    /// The ceiling: fixed JSON-RPC answers and fixed SSE streams.
+    Ceiling {
+        #[arg(long)]
+        port: u16,
+    },
+    /// One scenario against a running server (for profiling).
+    Load {
+        #[arg(long)]
+        url: String,
+        /// `send`, `ack`, `stream` or `get:TASK_ID`.
+        #[arg(long, default_value = "send")]
+        scenario: String,
+        #[arg(long, short = 'c', default_value_t = 32)]
+        concurrency: usize,
+        #[arg(long, short = 'd', default_value_t = 10)]
+        seconds: u64,
+        /// Server processes whose CPU is measured.
+        #[arg(long, value_delimiter = ',')]
+        pids: Vec<u32>,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Cmd::Ceiling { port } => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            sb_bench::ceiling::serve(listener).await
+        }
+        Cmd::Load {
+            url,
+            scenario,
+            concurrency,
+            seconds,
+            pids,
+        } => {
+            let load = Load {
+                server: url.clone(),
+                targets: vec![Target::parse(&url)?],
+                pids,
+                concurrency,
+                warmup: Duration::from_secs(1),
+                duration: Duration::from_secs(seconds),
+            };
+            let outcome = match scenario.as_str() {
+                "send" => scenarios::unary("B1", &load, Unary::SendBlocking, None).await,
+                "ack" => scenarios::unary("ack", &load, Unary::SendAck, None).await,
+                "stream" => scenarios::stream("B2", &load).await,
+                other => match other.strip_prefix("get:") {
+                    Some(id) => {
+                        let request = Unary::Get {
+                            task_id: id.to_owned(),
+                        };
+                        scenarios::unary("B3", &load, request, None).await
+                    }
+                    None => anyhow::bail!("unknown scenario {other}"),
+                },
+            };
+            println!("{}", outcome.line());
+            Ok(())
+        }
+        Cmd::Run {
+            smoke,
+            servers: chosen,
+            no_scaling,
+            report: report_path,
+            repo,
+            switchboard_bin,
+            work_dir,
+            server_cpus,
+            command_line,
+        } => {
+            let repo = std::fs::canonicalize(&repo)?;
+            std::fs::create_dir_all(&work_dir)?;
+            let setup = Setup {
+                switchboard_bin: std::fs::canonicalize(&switchboard_bin)?,
+                bench_bin: std::env::current_exe()?,
+                work_dir: std::fs::canonicalize(&work_dir)?,
+                server_cpus: Some(server_cpus).filter(|c| !c.is_empty()),
+                repo: repo.clone(),
+            };
+            let plan = if smoke { Plan::smoke() } else { Plan::full() };
+            let mut results: Vec<Outcome> = Vec::new();
+            for name in &chosen {
+                anyhow::ensure!(
+                    servers::ALL.contains(&name.as_str()),
+                    "unknown server {name} (expected some of {:?})",
+                    servers::ALL
+                );
+                let topology = Topology {
+                    gateways: 1,
+                    fanouts: 1,
+                };
+                match setup.start(name, topology).await {
+                    Ok(server) => {
+                        eprintln!("== {name}: pids {:?}", server.pids);
+                        suite::scenarios_for(&server, &plan, &mut results).await;
+                        server.stop();
+                    }
+                    Err(e) => {
+                        let outcome = Outcome::skipped("all", name, &format!("did not start: {e}"));
+                        println!("{}", outcome.line());
+                        results.push(outcome);
+                    }
+                }
+            }
+            if plan.scaling && !no_scaling && chosen.iter().any(|s| s == "split") {
+                suite::scaling(&setup, &plan, &mut results).await;
+            }
+            std::fs::write(
+                setup.work_dir.join("results.json"),
+                serde_json::to_vec_pretty(&results)?,
+            )?;
+            let context = Context::gather(&repo, &command_line, &setup.switchboard_bin);
+            std::fs::write(&report_path, report::render(&results, &context))?;
+            eprintln!("report written to {}", report_path.display());
+            let failed = results.iter().filter(|o| o.failed()).count();
+            anyhow::ensure!(
+                !smoke || failed == 0,
+                "{failed} scenario(s) skipped or with errors in the smoke run"
+            );
+            Ok(())
+        }
+    }
+}

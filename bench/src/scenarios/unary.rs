@@ -1,0 +1,173 @@
+//! B1 (SendMessage), B3 (GetTask) and the acknowledgment latency of a non-blocking
+//! SendMessage at a fixed arrival rate: one request at a time per connection.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::{Ids, Load, Window, with_cpu};
+use crate::a2a::{self, Send};
+use crate::http::{Connection, Reply};
+use crate::stats::{Latencies, Outcome};
+
+/// Which request every worker repeats.
+#[derive(Debug, Clone)]
+pub enum Unary {
+    /// Blocking SendMessage to the echo agent: the answer must be the completed task.
+    SendBlocking,
+    /// SendMessage with `returnImmediately`: the answer is the acknowledged task.
+    SendAck,
+    /// GetTask on one existing task.
+    Get { task_id: String },
+    /// Non-blocking SendMessage whose task posts its updates to a webhook.
+    SendWithPush { text: String, url: String },
+}
+
+impl Unary {
+    fn body(&self, ids: &Ids) -> Bytes {
+        match self {
+            Unary::SendBlocking | Unary::SendAck => a2a::send(
+                &ids.next("b1"),
+                Send {
+                    text: "hello",
+                    return_immediately: matches!(self, Unary::SendAck),
+                    ..Send::default()
+                },
+            ),
+            Unary::Get { task_id } => a2a::get_task(task_id),
+            Unary::SendWithPush { text, url } => a2a::send(
+                &ids.next("b6"),
+                Send {
+                    text,
+                    return_immediately: true,
+                    push_url: Some(url),
+                    ..Send::default()
+                },
+            ),
+        }
+    }
+
+    fn accepts(&self, reply: &Reply) -> bool {
+        reply.status == 200
+            && a2a::is_success(&reply.body)
+            && (!matches!(self, Unary::SendBlocking) || a2a::is_completed(&reply.body))
+    }
+}
+
+#[derive(Debug, Default)]
+struct WorkerResult {
+    latencies: Latencies,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// Runs `request` on `load.concurrency` connections; with `rate`, requests start on a
+/// fixed schedule (open loop) and latency counts from the scheduled start, so a slow
+/// answer is not hidden by the requests it delayed.
+pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -> Outcome {
+    let window = Window::after_warmup(load);
+    let ids = Ids::default();
+    let schedule = Arc::new(AtomicU64::new(0));
+    let origin = Instant::now();
+    let mut workers = Vec::new();
+    for worker in 0..load.concurrency {
+        let (target, request, ids, window, schedule) = (
+            load.target(worker).clone(),
+            request.clone(),
+            ids.clone(),
+            window.clone(),
+            schedule.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut result = WorkerResult::default();
+            let mut connection = None;
+            loop {
+                let began = match rate {
+                    Some(rate) => {
+                        let slot = schedule.fetch_add(1, Ordering::Relaxed);
+                        let at = origin + Duration::from_secs_f64(slot as f64 / rate);
+                        tokio::time::sleep_until(at).await;
+                        at
+                    }
+                    None => Instant::now(),
+                };
+                if window.is_over() {
+                    break;
+                }
+                let conn = match &mut connection {
+                    Some(conn) => conn,
+                    None => match Connection::open(&target).await {
+                        Ok(conn) => connection.insert(conn),
+                        Err(e) => {
+                            note_error(&mut result, &window, began, e.to_string());
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    },
+                };
+                let reply = conn.call(request.body(&ids)).await;
+                let ended = Instant::now();
+                match reply {
+                    Ok(reply) if request.accepts(&reply) => {
+                        if window.contains(began, ended) {
+                            result.latencies.record(ended - began);
+                        }
+                    }
+                    Ok(reply) => {
+                        let body = String::from_utf8_lossy(&reply.body);
+                        let why = format!("HTTP {}: {}", reply.status, truncate(&body));
+                        note_error(&mut result, &window, began, why);
+                    }
+                    Err(e) => {
+                        connection = None;
+                        note_error(&mut result, &window, began, e.to_string());
+                    }
+                }
+            }
+            result
+        }));
+    }
+    let cpu = window.server_cpu(&load.pids).await;
+    let mut latencies = Latencies::default();
+    let mut errors = 0;
+    let mut first_error = None;
+    for worker in workers {
+        if let Ok(result) = worker.await {
+            latencies.merge(result.latencies);
+            errors += result.errors;
+            first_error = first_error.or(result.first_error);
+        }
+    }
+    if let Some(why) = first_error {
+        eprintln!("{name} {}: first error: {why}", load.server);
+    }
+    let completed = latencies.len();
+    let outcome = Outcome {
+        name: name.to_owned(),
+        server: load.server.clone(),
+        rps: completed as f64 / load.duration.as_secs_f64(),
+        p50_ms: latencies.percentile_ms(50.0),
+        p99_ms: latencies.percentile_ms(99.0),
+        errors,
+        ..Outcome::default()
+    };
+    match cpu {
+        Ok(cpu) => with_cpu(outcome, cpu, completed),
+        Err(_) => outcome,
+    }
+}
+
+fn note_error(result: &mut WorkerResult, window: &Window, began: Instant, why: String) {
+    if began >= window.start {
+        result.errors += 1;
+    }
+    result.first_error.get_or_insert(why);
+}
+
+pub(super) fn truncate(text: &str) -> &str {
+    let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
+    &text[..end]
+}

@@ -1,0 +1,279 @@
+//! The whole run: every scenario against every server, one server at a time, then the
+//! scaling runs of the split deployment and `redis-benchmark` on its Redis.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::a2a::{self, Send};
+use crate::http::Connection;
+use crate::scenarios::{self, Load, Unary};
+use crate::servers::{Server, Setup, Topology};
+use crate::stats::Outcome;
+
+/// How big a run is.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub idle_steps: Vec<usize>,
+    pub ticks: scenarios::Ticks,
+    pub webhook_rate: f64,
+    pub redis_requests: u32,
+    /// Servers whose B7 scaling runs happen (split deployment).
+    pub scaling: bool,
+}
+
+impl Plan {
+    pub fn full() -> Plan {
+        Plan {
+            warmup: Duration::from_secs(2),
+            duration: Duration::from_secs(10),
+            idle_steps: vec![1000, 5000, 10_000],
+            ticks: scenarios::Ticks {
+                subscribers: 1000,
+                count: 300,
+                interval: Duration::from_millis(10),
+                delay: Duration::from_secs(8),
+            },
+            webhook_rate: 100.0,
+            redis_requests: 200_000,
+            scaling: true,
+        }
+    }
+
+    /// A few seconds per scenario: proves the harness works, measures nothing.
+    pub fn smoke() -> Plan {
+        Plan {
+            warmup: Duration::from_millis(200),
+            duration: Duration::from_secs(1),
+            idle_steps: vec![50],
+            ticks: scenarios::Ticks {
+                subscribers: 20,
+                count: 20,
+                interval: Duration::from_millis(10),
+                delay: Duration::from_secs(1),
+            },
+            webhook_rate: 20.0,
+            redis_requests: 2000,
+            scaling: true,
+        }
+    }
+}
+
+fn load(server: &Server, plan: &Plan, concurrency: usize) -> Load {
+    Load {
+        server: server.name.clone(),
+        targets: server.targets.clone(),
+        pids: server.pids.clone(),
+        concurrency,
+        warmup: plan.warmup,
+        duration: plan.duration,
+    }
+}
+
+fn report(outcome: Outcome, results: &mut Vec<Outcome>) {
+    println!("{}", outcome.line());
+    results.push(outcome);
+}
+
+/// A task to read in B3.
+async fn existing_task(server: &Server) -> anyhow::Result<String> {
+    let mut conn = Connection::open(&server.targets[0]).await?;
+    let reply = conn
+        .call(a2a::send(
+            &format!("b3-{}", a2a::unix_micros()),
+            Send {
+                text: "hello",
+                ..Send::default()
+            },
+        ))
+        .await?;
+    a2a::task_id(&reply.body).ok_or_else(|| anyhow::anyhow!("no task id in the answer"))
+}
+
+/// B1–B6 against one running server.
+pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outcome>) {
+    let name = server.name.as_str();
+    for c in [32, 256] {
+        let outcome = scenarios::unary(
+            &format!("B1 c={c}"),
+            &load(server, plan, c),
+            Unary::SendBlocking,
+            None,
+        )
+        .await;
+        report(outcome, results);
+    }
+    // Acknowledgment latency of a non-blocking send at half the maximum rate.
+    let max = scenarios::unary(
+        "B1 ack max c=32",
+        &load(server, plan, 32),
+        Unary::SendAck,
+        None,
+    )
+    .await;
+    let half = max.rps / 2.0;
+    report(max, results);
+    if half > 0.0 {
+        let outcome = scenarios::unary(
+            "B1 ack at half load",
+            &load(server, plan, 64),
+            Unary::SendAck,
+            Some(half),
+        )
+        .await
+        .with("offered_rps", half);
+        report(outcome, results);
+    }
+    report(
+        scenarios::stream("B2 c=32", &load(server, plan, 32)).await,
+        results,
+    );
+    match existing_task(server).await {
+        Ok(task_id) => {
+            let outcome = scenarios::unary(
+                "B3 c=32",
+                &load(server, plan, 32),
+                Unary::Get { task_id },
+                None,
+            )
+            .await;
+            report(outcome, results);
+        }
+        Err(e) => report(Outcome::skipped("B3 c=32", name, &e.to_string()), results),
+    }
+    let b5 = format!("B5 subscribers={}", plan.ticks.subscribers);
+    let b6 = "B6 webhooks max c=32";
+    let b6_paced = format!("B6 webhooks tasks/s={}", plan.webhook_rate);
+    if name == "ceiling" {
+        let why = "the ceiling has no tasks";
+        for scenario in [b5.as_str(), b6, b6_paced.as_str()] {
+            report(Outcome::not_applicable(scenario, name, why), results);
+        }
+    } else {
+        report(
+            scenarios::fanout(&b5, &load(server, plan, 1), plan.ticks).await,
+            results,
+        );
+        report(
+            scenarios::webhooks(b6, &load(server, plan, 32), None).await,
+            results,
+        );
+        let outcome =
+            scenarios::webhooks(&b6_paced, &load(server, plan, 16), Some(plan.webhook_rate)).await;
+        report(outcome, results);
+    }
+    // Last: the held streams stay open until the server is stopped.
+    let (outcomes, streams) = scenarios::idle(&load(server, plan, 1), &plan.idle_steps).await;
+    for outcome in outcomes {
+        report(outcome, results);
+    }
+    drop(streams);
+}
+
+/// B7: the split deployment with more gateways and fan-outs, and the Redis beneath it.
+pub async fn scaling(setup: &Setup, plan: &Plan, results: &mut Vec<Outcome>) {
+    for (gateways, fanouts) in [(1, 1), (2, 1), (2, 2)] {
+        let label = format!("B7 gateways={gateways} fanouts={fanouts}");
+        let server = match setup.start("split", Topology { gateways, fanouts }).await {
+            Ok(server) => server,
+            Err(e) => {
+                report(Outcome::skipped(&label, "split", &e.to_string()), results);
+                continue;
+            }
+        };
+        let gateway_pids = server.pids_of("gateway");
+        let mut unary_load = load(&server, plan, 256);
+        let all_pids = std::mem::replace(&mut unary_load.pids, gateway_pids.clone());
+        // CPU of the gateways alone first (rps per gateway core), then of everything.
+        let outcome = scenarios::unary(
+            &format!("{label} B1 c=256"),
+            &unary_load,
+            Unary::SendBlocking,
+            None,
+        )
+        .await;
+        let gateway_cpu = outcome.get("cpu_us");
+        unary_load.pids = all_pids;
+        let mut outcome = outcome;
+        outcome.extra.retain(|(k, _)| k != "cpu_us");
+        if let Some(cpu) = gateway_cpu.filter(|c| *c > 0.0) {
+            outcome = outcome
+                .with("gateway_cpu_us", cpu)
+                .with("rps_per_gateway_core", 1e6 / cpu);
+        }
+        report(outcome, results);
+        let stream = scenarios::stream(&format!("{label} B2 c=32"), &load(&server, plan, 32)).await;
+        report(stream, results);
+        if gateways == 1 && fanouts == 1 {
+            report(redis_benchmark(&server, setup, plan), results);
+        }
+        server.stop();
+    }
+}
+
+/// `redis-benchmark` on the deployment's Redis, on the load generator's core.
+fn redis_benchmark(server: &Server, setup: &Setup, plan: &Plan) -> Outcome {
+    let name = "B7 redis-benchmark SET+GET+PUBLISH c=50";
+    let Some(port) = server.port_of("redis") else {
+        return Outcome::skipped(name, "redis", "no Redis in the deployment");
+    };
+    let _ = setup;
+    let output = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "-c", "50"])
+        .args(["-n", &plan.redis_requests.to_string(), "-t", "set,get"])
+        .output();
+    let publish = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "-c", "50"])
+        .args(["-n", &plan.redis_requests.to_string()])
+        .args(["PUBLISH", "bench-channel", "hello"])
+        .output();
+    match (output, publish) {
+        (Ok(sets), Ok(publishes)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&sets.stdout),
+                String::from_utf8_lossy(&publishes.stdout)
+            );
+            let figures = parse_redis_benchmark(&text);
+            let mut outcome = Outcome {
+                name: name.to_owned(),
+                server: "redis".to_owned(),
+                rps: figures.iter().map(|(_, rps)| *rps).sum::<f64>() / figures.len().max(1) as f64,
+                ..Outcome::default()
+            };
+            for (command, rps) in figures {
+                outcome = outcome.with(&format!("{}_rps", command.to_lowercase()), rps);
+            }
+            outcome
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            Outcome::skipped(name, "redis", &format!("redis-benchmark: {e}"))
+        }
+    }
+}
+
+/// `SET: 123456.79 requests per second, p50=0.231 msec` lines, by command.
+fn parse_redis_benchmark(text: &str) -> Vec<(String, f64)> {
+    text.split(['\n', '\r'])
+        .filter_map(|line| {
+            let (command, rest) = line.split_once(": ")?;
+            let rps = rest.split_whitespace().next()?.parse().ok()?;
+            let command = command.split_whitespace().next()?.to_owned();
+            Some((command, rps))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_redis_benchmark_output() {
+        let text = "SET: rps=0.0 (overall: nan) avg_msec=nan\rSET: 98765.43 requests per second, p50=0.255 msec\nGET: 123456.79 requests per second, p50=0.207 msec\n";
+        let figures = super::parse_redis_benchmark(text);
+        assert_eq!(
+            figures,
+            vec![("SET".to_owned(), 98765.43), ("GET".to_owned(), 123456.79)]
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! `bench`: the benchmark agent, the same contract as the peer servers in `bench/peers`,
+//! decided by the message text:
+//! - `hold`: working, then nothing until the task is canceled (an idle stream);
+//! - `tick COUNT INTERVAL_MS DELAY_MS`: working, a pause of DELAY_MS, then COUNT working
+//!   updates INTERVAL_MS apart whose message is `t=<unix µs when sent>`, then completed
+//!   (transition → subscriber latency);
+//! - anything else: what `echo` does (working, one artifact, completed).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+
+use super::EchoAgent;
+use crate::api::*;
+
+#[derive(Debug, Default)]
+pub struct BenchAgent;
+
+/// What a message asks the agent to do.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Hold,
+    Tick {
+        count: u32,
+        interval: Duration,
+        delay: Duration,
+    },
+    Echo,
+}
+
+fn parse(text: &str) -> Command {
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some("hold") => Command::Hold,
+        Some("tick") => {
+            let numbers: Vec<u64> = words.filter_map(|w| w.parse().ok()).collect();
+            match numbers[..] {
+                [count, interval, delay] => Command::Tick {
+                    count: u32::try_from(count).unwrap_or(u32::MAX),
+                    interval: Duration::from_millis(interval),
+                    delay: Duration::from_millis(delay),
+                },
+                _ => Command::Echo,
+            }
+        }
+        _ => Command::Echo,
+    }
+}
+
+fn unix_micros() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Agent for BenchAgent {
+    fn describe(&self) -> AgentDescriptor {
+        AgentDescriptor {
+            description: "The benchmark agent: echoes, holds a task open (`hold`) or sends timed \
+                          updates (`tick COUNT INTERVAL_MS DELAY_MS`)."
+                .into(),
+            skills: vec![super::skill(
+                "bench",
+                "Benchmark",
+                "Echo, hold or tick, for load tests",
+                &["benchmark", "test"],
+                &["hello", "hold", "tick 100 10 1000"],
+            )],
+            input_modes: super::text_modes(),
+            output_modes: super::text_modes(),
+        }
+    }
+
+    async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+        match parse(&ctx.message.text()) {
+            Command::Echo => EchoAgent.execute(ctx, reporter).await,
+            Command::Hold => {
+                reporter.working(None).await?;
+                ctx.cancel.cancelled().await;
+                Ok(())
+            }
+            Command::Tick {
+                count,
+                interval,
+                delay,
+            } => {
+                reporter.working(None).await?;
+                let pause = |d: Duration| {
+                    let cancel = ctx.cancel.clone();
+                    async move {
+                        tokio::select! {
+                            () = tokio::time::sleep(d) => true,
+                            () = cancel.cancelled() => false,
+                        }
+                    }
+                };
+                if !pause(delay).await {
+                    return Ok(());
+                }
+                for _ in 0..count {
+                    reporter
+                        .working(Some(format!("t={}", unix_micros())))
+                        .await?;
+                    if !pause(interval).await {
+                        return Ok(());
+                    }
+                }
+                reporter.complete(None).await?;
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_read_from_the_text() {
+        assert_eq!(parse("hold"), Command::Hold);
+        assert_eq!(
+            parse("tick 3 10 500"),
+            Command::Tick {
+                count: 3,
+                interval: Duration::from_millis(10),
+                delay: Duration::from_millis(500)
+            }
+        );
+        assert_eq!(parse("tick 3 10"), Command::Echo);
+        assert_eq!(parse("hello"), Command::Echo);
+    }
+}
