@@ -364,9 +364,11 @@ impl Message {
     }
 }
 
-/// Generates a fresh identifier (a random UUID).
+/// Generates a fresh identifier: a UUIDv7, time-ordered with 74 random bits, so ids
+/// made together sort together and the store's B-trees write a few hot pages per commit
+/// instead of one random page per task.
 pub fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// The status of a task at a point in time.

@@ -10,16 +10,37 @@ use crate::record::StoredEvent;
 use crate::traits::{EventBus, StoreResult};
 
 /// How many events a slow subscriber may fall behind before it must refill from the log.
-const CHANNEL_CAPACITY: usize = 256;
+/// Small on purpose: a channel's slots are allocated up front, per watched task, and a
+/// subscriber that lags reads the log instead, losing nothing.
+const CHANNEL_CAPACITY: usize = 16;
 
 /// How far the all-tasks channel may run ahead of its slowest receiver.
 const ALL_CAPACITY: usize = 8192;
 
 #[derive(Debug)]
 pub struct LocalBus {
-    channels: Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    channels: Mutex<Channels>,
     turn_watchers: Mutex<HashMap<String, Vec<oneshot::Sender<()>>>>,
     all: broadcast::Sender<StoredEvent>,
+}
+
+/// The per-task channels, and when to next sweep out the ones nobody watches.
+#[derive(Debug, Default)]
+struct Channels {
+    by_task: HashMap<String, broadcast::Sender<StoredEvent>>,
+    sweep_at: usize,
+}
+
+impl Channels {
+    /// Drops unwatched channels once their number has doubled since the last sweep, so
+    /// a subscription costs O(1) amortised, not a walk over every watched task.
+    fn sweep_if_due(&mut self) {
+        if self.by_task.len() < self.sweep_at {
+            return;
+        }
+        self.by_task.retain(|_, sender| sender.receiver_count() > 0);
+        self.sweep_at = (self.by_task.len() * 2).max(64);
+    }
 }
 
 impl Default for LocalBus {
@@ -40,8 +61,9 @@ impl LocalBus {
     /// [`EventBus::subscribe`] without the `async`: the local bus is in place at once.
     pub fn subscribe_now(&self, task_id: &str) -> broadcast::Receiver<StoredEvent> {
         let mut channels = self.channels.lock();
-        channels.retain(|_, sender| sender.receiver_count() > 0);
+        channels.sweep_if_due();
         channels
+            .by_task
             .entry(task_id.to_owned())
             .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
             .subscribe()
@@ -49,7 +71,12 @@ impl LocalBus {
 
     /// Number of tasks currently watched.
     pub fn watched(&self) -> usize {
-        self.channels.lock().len()
+        let channels = self.channels.lock();
+        channels
+            .by_task
+            .values()
+            .filter(|sender| sender.receiver_count() > 0)
+            .count()
     }
 }
 
@@ -60,12 +87,12 @@ impl EventBus for LocalBus {
             let _ = self.all.send(event.clone());
         }
         let mut channels = self.channels.lock();
-        let Some(sender) = channels.get(&event.task_id) else {
+        let Some(sender) = channels.by_task.get(&event.task_id) else {
             return;
         };
         if sender.send(event.clone()).is_err() {
             // Every receiver is gone: forget the channel so idle tasks cost nothing.
-            channels.remove(&event.task_id);
+            channels.by_task.remove(&event.task_id);
         }
     }
 
@@ -127,12 +154,22 @@ mod tests {
         drop(a);
         drop(b);
         bus.publish(&event("a", 2));
-        assert_eq!(
-            bus.watched(),
-            1,
-            "b's channel stays until the next subscribe sweeps it"
-        );
+        assert_eq!(bus.channels.lock().by_task.len(), 1, "a's went on publish");
+        assert_eq!(bus.watched(), 0);
         let _c = bus.subscribe_now("c");
         assert_eq!(bus.watched(), 1);
+    }
+
+    #[tokio::test]
+    async fn unwatched_channels_are_swept_as_subscriptions_come_and_go() {
+        let bus = LocalBus::new();
+        let kept = bus.subscribe_now("kept");
+        for i in 0..10_000 {
+            drop(bus.subscribe_now(&format!("t{i}")));
+        }
+        let held = bus.channels.lock().by_task.len();
+        assert!(held <= 128, "{held} channels held for 1 watched task");
+        assert_eq!(bus.watched(), 1);
+        drop(kept);
     }
 }

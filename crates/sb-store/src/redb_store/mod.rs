@@ -1,4 +1,5 @@
-//! The embedded durable backend: one redb file, fsync on commit, group commit.
+//! The embedded durable backend: one redb file, fsync on commit, group commit
+//! ([`writer`]), running tasks and push-config presence answered from memory ([`Hot`]).
 //!
 //! redb allows one writer at a time, so all writes go to one writer thread that takes
 //! every request waiting in its queue, applies them in one transaction and commits once:
@@ -6,6 +7,9 @@
 //! is checked inside that transaction, so batching never weakens atomicity. Reads run
 //! on the blocking pool with their own MVCC snapshot and never wait for the writer.
 
+mod writer;
+
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,25 +25,61 @@ const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("ev
 const PUSH: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("push_configs");
 const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letters");
 
-/// Most write requests folded into one transaction.
-const MAX_BATCH: usize = 512;
-
-#[derive(Debug)]
-enum WriteOp {
-    Commit(Box<TaskCommit>, oneshot::Sender<StoreResult<()>>),
-    PutPush(Box<PushConfigRecord>, oneshot::Sender<StoreResult<()>>),
-    DeletePush(String, String, oneshot::Sender<StoreResult<bool>>),
-    DeletePushAll(String, oneshot::Sender<StoreResult<()>>),
-    AdvancePush(String, String, u64, oneshot::Sender<StoreResult<()>>),
-    PutDead(Box<DeadLetter>, oneshot::Sender<StoreResult<()>>),
-    TakeDead(String, oneshot::Sender<StoreResult<Option<DeadLetter>>>),
-    DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
-}
+use writer::WriteOp;
 
 #[derive(Debug, Clone)]
 pub struct RedbStore {
     db: Arc<Database>,
     writer: mpsc::Sender<WriteOp>,
+    hot: SharedHot,
+}
+
+/// What the store answers from memory. Only the writer thread changes the file, and it
+/// updates this after each durable batch and before replying, so it is never behind a
+/// caller's own writes.
+#[derive(Debug, Default)]
+struct Hot {
+    /// The latest record of each unfinished task written since the store opened, and
+    /// of the last [`RECENTLY_FINISHED`] tasks that finished: the transitions of running
+    /// tasks and the reads that follow a task's end need no disk read.
+    records: HashMap<String, TaskRecord>,
+    /// Finished tasks still in `records`, oldest first.
+    finished: std::collections::VecDeque<String>,
+    /// Every task with at least one push config (loaded when the store opens), so a
+    /// task without one costs no read per event.
+    with_push: HashSet<String>,
+}
+
+type SharedHot = Arc<parking_lot::RwLock<Hot>>;
+
+/// Finished tasks kept in memory (a finished task never changes again, short of deletion).
+const RECENTLY_FINISHED: usize = 4096;
+
+impl Hot {
+    fn seq_of(&self, task_id: &str) -> Option<u64> {
+        self.records.get(task_id).map(|r| r.seq)
+    }
+
+    fn apply(&mut self, changes: writer::Changes) {
+        for (task_id, record) in changes.records {
+            if record.task.status.state.is_terminal() {
+                self.finished.push_back(task_id.clone());
+            }
+            self.records.insert(task_id, record);
+        }
+        while self.finished.len() > RECENTLY_FINISHED {
+            if let Some(task_id) = self.finished.pop_front() {
+                self.records.remove(&task_id);
+            }
+        }
+        for task_id in changes.deleted {
+            self.records.remove(&task_id);
+        }
+        for task_id in changes.without_push {
+            self.with_push.remove(&task_id);
+        }
+        self.with_push.extend(changes.with_push);
+    }
 }
 
 impl RedbStore {
@@ -60,14 +100,24 @@ impl RedbStore {
             txn.open_table(DEAD).map_err(StoreError::backend)?;
         }
         txn.commit().map_err(StoreError::backend)?;
+        let hot = SharedHot::default();
+        {
+            let txn = db.begin_read().map_err(StoreError::backend)?;
+            let push = txn.open_table(PUSH).map_err(StoreError::backend)?;
+            let mut hot = hot.write();
+            for entry in push.iter().map_err(StoreError::backend)? {
+                let (key, _) = entry.map_err(StoreError::backend)?;
+                hot.with_push.insert(key.value().0.to_owned());
+            }
+        }
         let db = Arc::new(db);
         let (writer, queue) = mpsc::channel(4096);
-        let writer_db = db.clone();
+        let (writer_db, writer_hot) = (db.clone(), hot.clone());
         std::thread::Builder::new()
             .name("sb-store-writer".into())
-            .spawn(move || write_loop(&writer_db, queue))
+            .spawn(move || writer::write_loop(&writer_db, &writer_hot, queue))
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
-        Ok(RedbStore { db, writer })
+        Ok(RedbStore { db, writer, hot })
     }
 
     async fn write<T>(&self, op: WriteOp, rx: oneshot::Receiver<StoreResult<T>>) -> StoreResult<T> {
@@ -116,184 +166,12 @@ fn encode<T: serde::Serialize>(value: &T) -> StoreResult<Vec<u8>> {
     serde_json::to_vec(value).map_err(StoreError::backend)
 }
 
-fn write_loop(db: &Database, mut queue: mpsc::Receiver<WriteOp>) {
-    while let Some(first) = queue.blocking_recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
-            }
-        }
-        apply_batch(db, batch);
-    }
-}
-
-/// The outcome of one request inside a batch, sent only once the batch is durable.
-enum Reply {
-    Unit(oneshot::Sender<StoreResult<()>>, StoreResult<()>),
-    Bool(oneshot::Sender<StoreResult<bool>>, StoreResult<bool>),
-    Dead(
-        oneshot::Sender<StoreResult<Option<DeadLetter>>>,
-        StoreResult<Option<DeadLetter>>,
-    ),
-}
-
-fn apply_batch(db: &Database, batch: Vec<WriteOp>) {
-    let mut replies = Vec::with_capacity(batch.len());
-    let outcome = (|| -> StoreResult<()> {
-        let txn = db.begin_write().map_err(StoreError::backend)?;
-        {
-            let mut tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
-            let mut events = txn.open_table(EVENTS).map_err(StoreError::backend)?;
-            let mut push = txn.open_table(PUSH).map_err(StoreError::backend)?;
-            let mut dead = txn.open_table(DEAD).map_err(StoreError::backend)?;
-            for op in batch {
-                match op {
-                    WriteOp::Commit(commit, tx) => {
-                        let result = apply_commit(&mut tasks, &mut events, &commit);
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::PutPush(record, tx) => {
-                        let result = encode(&*record).and_then(|bytes| {
-                            let key = (
-                                record.config.task_id.as_str(),
-                                record.config.id.as_deref().unwrap_or_default(),
-                            );
-                            push.insert(key, bytes.as_slice())
-                                .map(|_| ())
-                                .map_err(StoreError::backend)
-                        });
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::DeletePushAll(task_id, tx) => {
-                        let result = push
-                            .retain_in(
-                                (task_id.as_str(), "")..=(task_id.as_str(), "\u{10ffff}"),
-                                |(t, _), _| t != task_id,
-                            )
-                            .map_err(StoreError::backend);
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::PutDead(letter, tx) => {
-                        let result = encode(&*letter).and_then(|bytes| {
-                            dead.insert(letter.id.as_str(), bytes.as_slice())
-                                .map(|_| ())
-                                .map_err(StoreError::backend)
-                        });
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::TakeDead(id, tx) => {
-                        let result = match dead.remove(id.as_str()) {
-                            Ok(Some(bytes)) => decode(bytes.value()).map(Some),
-                            Ok(None) => Ok(None),
-                            Err(e) => Err(StoreError::backend(e)),
-                        };
-                        replies.push(Reply::Dead(tx, result));
-                    }
-                    WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
-                        let result = advance_cursor(&mut push, &task_id, &config_id, seq);
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::DeleteTask(task_id, tx) => {
-                        let result = events
-                            .retain_in(
-                                (task_id.as_str(), 0)..=(task_id.as_str(), u64::MAX),
-                                |_, _| false,
-                            )
-                            .and_then(|()| tasks.remove(task_id.as_str()).map(|old| old.is_some()))
-                            .map_err(StoreError::backend);
-                        replies.push(Reply::Bool(tx, result));
-                    }
-                    WriteOp::DeletePush(task_id, config_id, tx) => {
-                        let result = push
-                            .remove((task_id.as_str(), config_id.as_str()))
-                            .map(|old| old.is_some())
-                            .map_err(StoreError::backend);
-                        replies.push(Reply::Bool(tx, result));
-                    }
-                }
-            }
-        }
-        txn.commit().map_err(StoreError::backend)
-    })();
-    for reply in replies {
-        // A failed commit fails every request of the batch: none of them is durable.
-        match (reply, &outcome) {
-            (Reply::Unit(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Bool(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Dead(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Dead(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-            (Reply::Unit(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-            (Reply::Bool(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-        }
-    }
-    if let Err(e) = outcome {
-        tracing::error!(error = %e, "store batch commit failed");
-    }
-}
-
-fn advance_cursor(
-    push: &mut redb::Table<'_, (&str, &str), &[u8]>,
-    task_id: &str,
-    config_id: &str,
-    seq: u64,
-) -> StoreResult<()> {
-    let current = match push
-        .get((task_id, config_id))
-        .map_err(StoreError::backend)?
-    {
-        Some(bytes) => decode::<PushConfigRecord>(bytes.value())?,
-        None => return Ok(()),
-    };
-    if current.from_seq >= seq {
-        return Ok(());
-    }
-    let updated = PushConfigRecord {
-        from_seq: seq,
-        ..current
-    };
-    let bytes = encode(&updated)?;
-    push.insert((task_id, config_id), bytes.as_slice())
-        .map_err(StoreError::backend)?;
-    Ok(())
-}
-
-fn apply_commit(
-    tasks: &mut redb::Table<'_, &str, &[u8]>,
-    events: &mut redb::Table<'_, (&str, u64), &[u8]>,
-    commit: &TaskCommit,
-) -> StoreResult<()> {
-    let task_id = commit.record.task.id.as_str();
-    let current_seq = match tasks.get(task_id).map_err(StoreError::backend)? {
-        Some(bytes) => decode::<TaskRecord>(bytes.value())?.seq,
-        None => 0,
-    };
-    if current_seq != commit.expected_seq {
-        return Err(StoreError::Conflict {
-            task_id: task_id.to_owned(),
-            current_seq,
-        });
-    }
-    let record = encode(&commit.record)?;
-    let mut encoded_events = Vec::with_capacity(commit.events.len());
-    for event in &commit.events {
-        encoded_events.push((event.seq, encode(event)?));
-    }
-    tasks
-        .insert(task_id, record.as_slice())
-        .map_err(StoreError::backend)?;
-    for (seq, bytes) in &encoded_events {
-        events
-            .insert((task_id, *seq), bytes.as_slice())
-            .map_err(StoreError::backend)?;
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl TaskStore for RedbStore {
     async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        if let Some(record) = self.hot.read().records.get(task_id) {
+            return Ok(Some(record.clone()));
+        }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(TASKS).map_err(StoreError::backend)?;
@@ -392,6 +270,9 @@ impl PushConfigStore for RedbStore {
     }
 
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
+        if !self.hot.read().with_push.contains(task_id) {
+            return Ok(Vec::new());
+        }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
@@ -486,6 +367,7 @@ mod tests {
                 .commit(crate::suite::new_commit("t1", 0, 1))
                 .await
                 .unwrap();
+            store.put_push_config(push_config("t1")).await.unwrap();
         }
         // The writer thread holds the database until its queue closes; wait for release.
         let mut reopened = None;
@@ -502,5 +384,60 @@ mod tests {
         let rec = store.get("t1").await.unwrap().unwrap();
         assert_eq!(rec.seq, 1);
         assert_eq!(store.events_after("t1", 0, 10).await.unwrap().len(), 1);
+        // Which tasks have push configs is kept in memory: it must be rebuilt on open.
+        assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
+        // Not cached yet (written before the reopen): the compare-and-set reads the file.
+        let stale = crate::suite::new_commit("t1", 0, 1);
+        assert!(matches!(
+            store.commit(stale).await,
+            Err(StoreError::Conflict { current_seq: 1, .. })
+        ));
+    }
+
+    fn push_config(task_id: &str) -> PushConfigRecord {
+        PushConfigRecord {
+            config: sb_protocol::model::TaskPushNotificationConfig {
+                tenant: None,
+                id: Some("c1".into()),
+                task_id: task_id.into(),
+                url: "https://example.com/hook".into(),
+                token: None,
+                authentication: None,
+            },
+            version: StoredVersion::V1_0,
+            owner: String::new(),
+            created_at: chrono::Utc::now(),
+            from_seq: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn running_tasks_answer_from_memory_and_stay_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+        store
+            .commit(crate::suite::new_commit("t1", 0, 1))
+            .await
+            .unwrap();
+        assert!(
+            store.hot.read().records.contains_key("t1"),
+            "a running task is cached"
+        );
+        // A stale writer is refused from the cached sequence, as from the file.
+        assert!(matches!(
+            store.commit(crate::suite::new_commit("t1", 0, 1)).await,
+            Err(StoreError::Conflict { current_seq: 1, .. })
+        ));
+        store
+            .commit(crate::suite::new_commit("t1", 1, 2))
+            .await
+            .unwrap();
+        assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 2);
+        assert!(store.list_push_configs("t1").await.unwrap().is_empty());
+        store.put_push_config(push_config("t1")).await.unwrap();
+        assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
+        assert!(store.delete("t1").await.unwrap());
+        assert!(store.get("t1").await.unwrap().is_none());
+        assert!(!store.hot.read().records.contains_key("t1"));
     }
 }
