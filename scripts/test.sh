@@ -44,6 +44,9 @@ CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 echo "== a remote worker written in Python (examples/python-worker) against the split deployment"
 SWITCHBOARD_BIN=target/debug/switchboard bash tests/python-worker.sh 2>&1 | tee target/python-worker.log
 
+echo "== benchmark harness, smoke mode (a few seconds per scenario: proves it runs, measures nothing)"
+bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's "N passed, M failed".
 python3 - <<'PY'

@@ -259,8 +259,8 @@ async fn stream(
     let version = wire.version();
     let render_id = id.clone();
     let render = move |item: Result<&ops::Frame, &A2AError>| match item {
-        Ok(frame) => jsonrpc::success(&render_id, wire.frame(frame)),
-        Err(err) => jsonrpc::failure(&render_id, err, version),
+        Ok(frame) => jsonrpc::success_text(&render_id, &wire.frame_json(frame)),
+        Err(err) => jsonrpc::failure(&render_id, err, version).to_string(),
     };
     let frames = match op {
         Operation::SendStreamingMessage => match decode_send(params, wire) {

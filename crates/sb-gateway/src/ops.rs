@@ -19,6 +19,8 @@ use crate::AppState;
 pub struct Frame {
     pub seq: u64,
     pub event: StreamResponse,
+    /// The event's 1.0 JSON, shared with every other stream sending the same event.
+    pub json: sb_store::EventJson,
 }
 
 pub type FrameStream = BoxStream<'static, Result<Frame, A2AError>>;
@@ -189,6 +191,7 @@ pub async fn send_streaming(
             let frame = Frame {
                 seq: 0,
                 event: StreamResponse::Message(*message),
+                json: Default::default(),
             };
             Ok(futures::stream::once(async move { Ok(frame) }).boxed())
         }
@@ -204,6 +207,7 @@ fn frames_after(state: &AppState, task_id: &str, after: u64) -> FrameStream {
             r.map(|e| Frame {
                 seq: e.seq,
                 event: e.event,
+                json: e.json,
             })
         })
         .boxed()
@@ -216,6 +220,7 @@ fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>
     let first = Frame {
         seq: record.seq,
         event: StreamResponse::Task(record.task.with_history_limit(limit)),
+        json: Default::default(),
     };
     let live = frames_after(state, &record.task.id, record.seq);
     let head = futures::stream::once(async move { Ok(first) });
@@ -346,6 +351,7 @@ pub async fn subscribe(
         let reset = Frame {
             seq: record.seq,
             event: StreamResponse::Task(task),
+            json: Default::default(),
         };
         let head = futures::stream::once(async move { Ok(reset) });
         let frames = if terminal {
@@ -388,6 +394,8 @@ pub fn tag_with_seq(mut frame: Frame) -> Frame {
         serde_json::map::Entry::Occupied(_) => {}
         serde_json::map::Entry::Vacant(slot) => {
             slot.insert(serde_json::json!({"seq": seq}));
+            // The shared JSON is of the untagged event.
+            frame.json = sb_store::EventJson::default();
         }
     }
     frame

@@ -260,8 +260,8 @@ async fn stream(
 ) -> Response {
     let version = wire.version();
     let render = move |item: Result<&ops::Frame, &A2AError>| match item {
-        Ok(frame) => wire.frame(frame),
-        Err(err) => err.rest_body(version),
+        Ok(frame) => wire.frame_json(frame).to_string(),
+        Err(err) => err.rest_body(version).to_string(),
     };
     let frames = match (route, &req.method) {
         (Route::Stream, &Method::POST) => match body_json(req).and_then(|b| decode_send(b, wire)) {

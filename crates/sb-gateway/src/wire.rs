@@ -57,6 +57,14 @@ impl Wire {
         }
     }
 
+    /// A stream event's JSON text: in 1.0 made once per event for all its streams.
+    pub fn frame_json(self, frame: &Frame) -> std::sync::Arc<str> {
+        match self {
+            Wire::V1 => frame.json.render(&frame.event),
+            Wire::V03(_) => self.frame(frame).to_string().into(),
+        }
+    }
+
     pub fn frame(self, frame: &Frame) -> Value {
         match self {
             Wire::V1 => serde_json::to_value(&frame.event).unwrap_or(Value::Null),
@@ -85,26 +93,24 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response {
 /// How often an idle stream sends a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Streams frames as SSE. `render` turns each item into an event's JSON and says whether
-/// it is an error; frames carry their sequence number as the SSE `id`. The stream ends
+/// Streams frames as SSE. `render` turns each item into an event's JSON text; frames
+/// carry their sequence number as the SSE `id`. The stream ends
 /// with the frames, or when the server shuts down (the client resumes elsewhere).
 pub fn sse(
     frames: FrameStream,
     shutdown: CancellationToken,
-    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+    render: impl Fn(Result<&Frame, &A2AError>) -> String + Send + 'static,
 ) -> Response {
     let events = frames
         .enumerate()
         .map(move |(index, item)| {
             let mut event = match &item {
                 // A message reply is no task event: it carries no id.
-                Ok(frame) if frame.seq == 0 => Event::default().data(render(Ok(frame)).to_string()),
+                Ok(frame) if frame.seq == 0 => Event::default().data(render(Ok(frame))),
                 Ok(frame) => Event::default()
                     .id(frame.seq.to_string())
-                    .data(render(Ok(frame)).to_string()),
-                Err(err) => Event::default()
-                    .event("error")
-                    .data(render(Err(err)).to_string()),
+                    .data(render(Ok(frame))),
+                Err(err) => Event::default().event("error").data(render(Err(err))),
             };
             if index == 0 {
                 // EventSource clients reconnect (with Last-Event-ID) after this long.
@@ -131,7 +137,7 @@ pub fn resumable_sse(
     frames: FrameStream,
     resumed: bool,
     shutdown: CancellationToken,
-    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+    render: impl Fn(Result<&Frame, &A2AError>) -> String + Send + 'static,
 ) -> Response {
     let active = resumed || req.activates(crate::ops::RESUME_EXTENSION);
     if !active {
@@ -153,7 +159,7 @@ pub fn resumable_sse(
 /// A single-event SSE stream carrying an error (0.3 resubscribe to a finished task).
 pub fn sse_error(
     shutdown: CancellationToken,
-    render: impl Fn(Result<&Frame, &A2AError>) -> Value + Send + 'static,
+    render: impl Fn(Result<&Frame, &A2AError>) -> String + Send + 'static,
     error: A2AError,
 ) -> Response {
     sse(

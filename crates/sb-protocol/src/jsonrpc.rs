@@ -103,6 +103,12 @@ pub fn success(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// [`success`] as text around a result that is JSON text already (one serialisation of
+/// an event shared by many streams).
+pub fn success_text(id: &Value, result_json: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result_json}}}"#)
+}
+
 /// An error response in the error shape of `version`.
 pub fn failure(id: &Value, error: &A2AError, version: Version) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": error.jsonrpc_error(version)})
@@ -166,6 +172,19 @@ pub fn resolve_method(name: &str) -> Option<(Operation, Version)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn success_text_is_success_serialised() {
+        for id in [json!(7), json!("req-\"1\""), Value::Null] {
+            let result =
+                json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING"}}});
+            let text = success_text(&id, &result.to_string());
+            assert_eq!(
+                serde_json::from_str::<Value>(&text).unwrap(),
+                success(&id, result)
+            );
+        }
+    }
 
     fn code(body: &str) -> i64 {
         parse_request(body.as_bytes())

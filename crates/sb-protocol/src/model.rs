@@ -620,11 +620,13 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_unique_v4() {
-        let a = new_id();
-        let b = new_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
+    fn ids_are_unique_time_ordered_v7() {
+        let ids: Vec<String> = (0..1000).map(|_| new_id()).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "ids sort in creation order"
+        );
+        assert_eq!(ids[0].len(), 36);
+        assert_eq!(&ids[0][14..15], "7");
     }
 }

@@ -140,6 +140,7 @@ mod tests {
             seq,
             event: StreamResponse::Message(Message::agent_text("x")),
             traceparent: None,
+            json: Default::default(),
         }
     }
 

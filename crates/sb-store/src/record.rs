@@ -39,6 +39,40 @@ pub struct StoredEvent {
     /// later and elsewhere (the webhook dispatcher) continues that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The event's 1.0 JSON, shared by every clone of this event.
+    #[serde(skip)]
+    pub json: EventJson,
+}
+
+/// An event's 1.0 JSON, made at most once and shared by every clone: each subscriber of
+/// a task receives a clone of the same event, so a thousand SSE streams serialise it
+/// once, not a thousand times. Never part of equality or of the stored form.
+#[derive(Clone, Debug, Default)]
+pub struct EventJson(std::sync::Arc<std::sync::OnceLock<std::sync::Arc<str>>>);
+
+impl EventJson {
+    /// Already known JSON (e.g. as it arrived over the internal API).
+    pub fn known(json: String) -> EventJson {
+        EventJson(std::sync::Arc::new(std::sync::OnceLock::from(
+            std::sync::Arc::<str>::from(json),
+        )))
+    }
+
+    pub fn render(&self, event: &StreamResponse) -> std::sync::Arc<str> {
+        self.0
+            .get_or_init(|| {
+                serde_json::to_string(event)
+                    .unwrap_or_else(|_| "null".to_owned())
+                    .into()
+            })
+            .clone()
+    }
+}
+
+impl PartialEq for EventJson {
+    fn eq(&self, _: &EventJson) -> bool {
+        true
+    }
 }
 
 /// A conditional write: applies only if the stored task is still at `expected_seq`
@@ -184,4 +218,31 @@ pub struct DeadLetter {
     pub reason: String,
     pub attempts: u32,
     pub failed_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod event_json_tests {
+    use super::*;
+    use sb_protocol::model::Message;
+
+    #[test]
+    fn clones_share_one_serialisation() {
+        let event = StoredEvent {
+            task_id: "t".into(),
+            seq: 1,
+            event: StreamResponse::Message(Message::agent_text("hi")),
+            traceparent: None,
+            json: EventJson::default(),
+        };
+        let copy = event.clone();
+        let first = event.json.render(&event.event);
+        let second = copy.json.render(&copy.event);
+        assert!(std::sync::Arc::ptr_eq(&first, &second), "rendered once");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&first).unwrap(),
+            serde_json::to_value(&event.event).unwrap()
+        );
+        // Not part of the stored form.
+        assert!(!serde_json::to_string(&event).unwrap().contains("json"));
+    }
 }

@@ -53,6 +53,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
             seq,
             event,
             traceparent: None,
+            json: Default::default(),
         }],
     }
 }

@@ -117,6 +117,7 @@ pub fn apply(
         seq: next.seq,
         event,
         traceparent: sb_telemetry::traceparent(),
+        json: Default::default(),
     };
     Ok((next, event))
 }

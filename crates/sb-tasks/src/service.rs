@@ -228,6 +228,7 @@ impl TaskService for LocalTaskService {
             seq: 1,
             event: StreamResponse::Task(task),
             traceparent: sb_telemetry::traceparent(),
+            json: Default::default(),
         };
         let mut commit = TaskCommit {
             expected_seq: 0,

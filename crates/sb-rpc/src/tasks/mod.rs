@@ -52,11 +52,17 @@ pub(crate) fn event_pb(event: &StoredEvent) -> pb::TaskEvent {
 }
 
 pub(crate) fn event_from(event: pb::TaskEvent) -> Result<StoredEvent, A2AError> {
+    let decoded = from_json(&event.json, "task event")?;
+    // The JSON it came as is the JSON a gateway sends on: no second serialisation.
+    let json = String::from_utf8(event.json)
+        .map(sb_store::EventJson::known)
+        .unwrap_or_default();
     Ok(StoredEvent {
         task_id: event.task_id,
         seq: event.seq,
-        event: from_json(&event.json, "task event")?,
+        event: decoded,
         traceparent: None,
+        json,
     })
 }
 

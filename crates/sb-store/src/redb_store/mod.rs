@@ -194,6 +194,16 @@ impl TaskStore for RedbStore {
         after: u64,
         limit: usize,
     ) -> StoreResult<Vec<StoredEvent>> {
+        // Nothing after the latest event: known without a read (a subscriber that has
+        // caught up asks this on every subscription).
+        if self
+            .hot
+            .read()
+            .seq_of(task_id)
+            .is_some_and(|latest| after >= latest)
+        {
+            return Ok(Vec::new());
+        }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(EVENTS).map_err(StoreError::backend)?;
@@ -433,6 +443,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 2);
+        assert!(store.events_after("t1", 2, 10).await.unwrap().is_empty());
+        let after_first = store.events_after("t1", 1, 10).await.unwrap();
+        assert_eq!(after_first.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);
         assert!(store.list_push_configs("t1").await.unwrap().is_empty());
         store.put_push_config(push_config("t1")).await.unwrap();
         assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
