@@ -202,7 +202,7 @@ pub async fn serve_split(
         "switchboard serving"
     );
     let stopping = stop.clone();
-    axum::serve(listener, app)
+    axum::serve(crate::cli::no_delay(listener), app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down");
