@@ -35,9 +35,11 @@ down() {
   [ -f "$procs" ] || { echo "no cluster running in $dir"; return 0; }
   # Services all at once (each drains its connections), Redis last, so nothing logs a
   # lost backend on the way down.
-  local pid
-  for pid in $(awk '$1!="redis"{print $2}' "$procs"); do stop_pid "$pid" & done
-  wait
+  local pid stoppers=()
+  for pid in $(awk '$1!="redis"{print $2}' "$procs"); do stop_pid "$pid" & stoppers+=($!); done
+  # Only the stoppers: when `up` fails, Redis is a child of this shell too, and a bare
+  # `wait` would wait for it forever.
+  [ ${#stoppers[@]} -eq 0 ] || wait "${stoppers[@]}"
   for pid in $(awk '$1=="redis"{print $2}' "$procs"); do stop_pid "$pid"; done
   rm -f "$procs" "$dir/env"
   echo "cluster in $dir stopped"

@@ -144,7 +144,9 @@ impl Setup {
                 "SWITCHBOARD_CONFIG",
                 self.repo.join("bench/switchboard.toml"),
             )
-            .env("RUST_LOG", "warn")
+            // local-cluster.sh knows a worker is ready from the task-state log's
+            // "worker attached" line.
+            .env("RUST_LOG", "warn,sb_rpc::workers::session=info")
             .env("GATEWAYS", topology.gateways.to_string())
             .env("FANOUTS", topology.fanouts.to_string())
             .env("TASKS", "1")
