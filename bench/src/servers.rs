@@ -149,6 +149,8 @@ impl Setup {
             .env("RUST_LOG", "warn,sb_rpc::workers::session=info")
             .env("GATEWAYS", topology.gateways.to_string())
             .env("FANOUTS", topology.fanouts.to_string())
+            // Held streams (B4) are turns that never end: one worker takes them all.
+            .env("SWITCHBOARD_WORKER_CAPACITY", "20000")
             .env("TASKS", "1")
             .env("DISPATCHERS", "1")
             .env("REGISTRIES", "1")

@@ -18,6 +18,9 @@ use crate::stats::{Latencies, Outcome};
 /// Streams being opened at once (so the listen backlog never overflows).
 const OPENING_AT_ONCE: usize = 64;
 
+/// Longest one step may take; what is not open by then counts as errors and ends B4.
+const STEP_DEADLINE: Duration = Duration::from_secs(120);
+
 /// Opens one held stream and keeps reading it until the task or the harness ends.
 async fn hold(
     target: crate::http::Target,
@@ -76,9 +79,12 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
         let mut first_error = None;
         let mut times = Latencies::default();
         let wanted = goal.saturating_sub(open);
+        let deadline = began + STEP_DEADLINE;
         let mut answered = 0;
         for i in 0..wanted {
-            let Ok(permit) = gate.clone().acquire_owned().await else {
+            let Ok(Ok(permit)) =
+                tokio::time::timeout_at(deadline, gate.clone().acquire_owned()).await
+            else {
                 break;
             };
             let (target, ids, tx) = (load.target(open + i).clone(), ids.clone(), tx.clone());
@@ -90,11 +96,21 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
         }
         drop(tx);
         while answered < wanted {
-            let Some(result) = rx.recv().await else {
+            let Ok(Some(result)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
                 break;
             };
             answered += 1;
             count(result, &mut open, &mut errors, &mut times, &mut first_error);
+        }
+        let stuck = wanted - answered;
+        if stuck > 0 {
+            errors += stuck as u64;
+            first_error.get_or_insert_with(|| {
+                format!(
+                    "{stuck} streams not open after {} s",
+                    STEP_DEADLINE.as_secs()
+                )
+            });
         }
         let opening = began.elapsed();
         if let Some(why) = first_error {
@@ -119,6 +135,9 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
             outcome = outcome.with("rss_kb_per_stream", per_stream);
         }
         outcomes.push(outcome);
+        if stuck > 0 {
+            break;
+        }
     }
     (outcomes, streams)
 }
