@@ -54,6 +54,20 @@ enum Cmd {
         #[arg(long, default_value = "scripts/bench.sh")]
         command_line: String,
     },
+    /// Renders the report from a saved run's printed lines (e.g. `scripts/bench.sh | tee`).
+    Report {
+        /// The run's output; lines that are not figures are ignored.
+        #[arg(long)]
+        from: PathBuf,
+        #[arg(long)]
+        report: PathBuf,
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        #[arg(long)]
+        switchboard_bin: PathBuf,
+        #[arg(long, default_value = "scripts/bench.sh")]
+        command_line: String,
+    },
     /// The ceiling: fixed JSON-RPC answers and fixed SSE streams.
     Ceiling {
         #[arg(long)]
@@ -79,6 +93,21 @@ enum Cmd {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Cmd::Report {
+            from,
+            report: report_path,
+            repo,
+            switchboard_bin,
+            command_line,
+        } => {
+            let text = std::fs::read_to_string(&from)?;
+            let results: Vec<Outcome> = text.lines().filter_map(Outcome::parse_line).collect();
+            anyhow::ensure!(!results.is_empty(), "no figures in {}", from.display());
+            let context = Context::gather(&repo, &command_line, &switchboard_bin);
+            std::fs::write(&report_path, report::render(&results, &context))?;
+            eprintln!("report written to {}", report_path.display());
+            Ok(())
+        }
         Cmd::Ceiling { port } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             sb_bench::ceiling::serve(listener).await
@@ -147,12 +176,18 @@ async fn main() -> anyhow::Result<()> {
                     gateways: 1,
                     fanouts: 1,
                 };
-                match setup.start(name, topology).await {
-                    Ok(server) => {
-                        eprintln!("== {name}: pids {:?}", server.pids);
-                        suite::scenarios_for(&server, &plan, &mut results).await;
-                        server.stop();
-                    }
+                let started = async {
+                    let server = setup.start(name, topology).await?;
+                    eprintln!("== {name}: pids {:?}", server.pids);
+                    suite::scenarios_for(&server, &plan, &mut results).await;
+                    server.stop();
+                    let fresh = setup.start(name, topology).await?;
+                    suite::idle_for(&fresh, &plan, &mut results).await;
+                    fresh.stop();
+                    anyhow::Ok(())
+                };
+                match started.await {
+                    Ok(()) => {}
                     Err(e) => {
                         let outcome = Outcome::skipped("all", name, &format!("did not start: {e}"));
                         println!("{}", outcome.line());

@@ -40,18 +40,22 @@ fn first_line(program: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "not found".to_owned())
 }
 
-/// `name==1.2.3` / `"name": "1.2.3"` pins, read from the peers' manifests.
+/// A pin from the peers' manifests: `package==1.2.3` in requirements.txt, or the
+/// dependency's version in package.json.
 fn pinned(repo: &Path, file: &str, package: &str) -> String {
     let text = std::fs::read_to_string(repo.join(file)).unwrap_or_default();
-    text.lines()
-        .find(|l| l.contains(package))
-        .map(|l| {
-            l.trim()
-                .trim_end_matches(',')
-                .replace('"', "")
-                .replace(": ", "==")
-        })
-        .unwrap_or_else(|| format!("{package}: not pinned in {file}"))
+    let found = if file.ends_with(".json") {
+        serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["dependencies"][package].as_str().map(str::to_owned))
+            .map(|version| format!("{package} {version}"))
+    } else {
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(package) && l.contains("=="))
+            .map(str::to_owned)
+    };
+    found.unwrap_or_else(|| format!("{package}: not pinned in {file}"))
 }
 
 impl Context {
@@ -112,7 +116,7 @@ impl Context {
                 ),
                 (
                     "express".into(),
-                    pinned(repo, "bench/peers/js/package.json", "\"express\""),
+                    pinned(repo, "bench/peers/js/package.json", "express"),
                 ),
                 ("python".into(), first_line("python3", &["--version"])),
                 ("node".into(), first_line("node", &["--version"])),
@@ -206,7 +210,8 @@ pub fn render(results: &[Outcome], context: &Context) -> String {
     }
     let _ = writeln!(
         md,
-        "\nB4 is at {}; CPU per request is server CPU time (user + system, from \
+        "\nB4 is at {}, on a server started for B4 alone (so streams cannot reuse heap that \
+         earlier scenarios left behind); CPU per request is server CPU time (user + system, from \
          `/proc/PID/stat`, all of the server's processes) over the measured window divided by \
          the requests completed in it.\n",
         idle.trim_start_matches("B4 idle ")

@@ -99,6 +99,33 @@ impl Outcome {
         }
     }
 
+    /// Reads back a [`Outcome::line`] (to render a report from a saved run's output).
+    pub fn parse_line(line: &str) -> Option<Outcome> {
+        let (name, rest) = line.split_once(" server=")?;
+        let (server, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        let mut outcome = Outcome {
+            name: name.to_owned(),
+            server: server.to_owned(),
+            ..Outcome::default()
+        };
+        if let Some(why) = rest.strip_prefix("skipped=") {
+            outcome.skipped = Some(why.trim_matches('"').to_owned());
+            return Some(outcome);
+        }
+        for pair in rest.split_whitespace() {
+            let (key, value) = pair.split_once('=')?;
+            let number = value.parse::<f64>().ok();
+            match key {
+                "rps" => outcome.rps = number?,
+                "p50_ms" => outcome.p50_ms = number,
+                "p99_ms" => outcome.p99_ms = number,
+                "errors" => outcome.errors = value.parse().ok()?,
+                _ => outcome.extra.push((key.to_owned(), number?)),
+            }
+        }
+        Some(outcome)
+    }
+
     /// `NAME server=… rps=… p50_ms=… p99_ms=… errors=…` and the extra figures.
     pub fn line(&self) -> String {
         if let Some(why) = &self.skipped {
@@ -157,5 +184,13 @@ mod tests {
             "B1 c=32 server=python rps=397.0 p50_ms=80.000 p99_ms=170.500 errors=2 cpu_us=2521.0"
         );
         assert_eq!(o.get("cpu_us"), Some(2521.0));
+        let back = Outcome::parse_line(&o.line()).unwrap();
+        assert_eq!(back.line(), o.line());
+        let skipped = Outcome::not_applicable("B5", "ceiling", "no tasks");
+        assert_eq!(
+            Outcome::parse_line(&skipped.line()).unwrap().line(),
+            skipped.line()
+        );
+        assert!(Outcome::parse_line("== python: pids [1]").is_none());
     }
 }

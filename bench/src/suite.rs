@@ -91,7 +91,7 @@ async fn existing_task(server: &Server) -> anyhow::Result<String> {
     a2a::task_id(&reply.body).ok_or_else(|| anyhow::anyhow!("no task id in the answer"))
 }
 
-/// B1–B6 against one running server.
+/// B1–B3, B5 and B6 against one running server.
 pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outcome>) {
     let name = server.name.as_str();
     for c in [32, 256] {
@@ -163,7 +163,12 @@ pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outco
             scenarios::webhooks(&b6_paced, &load(server, plan, 16), Some(plan.webhook_rate)).await;
         report(outcome, results);
     }
-    // Last: the held streams stay open until the server is stopped.
+}
+
+/// B4 on a server started for it alone: what earlier scenarios left in its heap would
+/// otherwise be reused by the streams and hide their cost. The held streams stay open
+/// until the server is stopped.
+pub async fn idle_for(server: &Server, plan: &Plan, results: &mut Vec<Outcome>) {
     let (outcomes, streams) = scenarios::idle(&load(server, plan, 1), &plan.idle_steps).await;
     for outcome in outcomes {
         report(outcome, results);
