@@ -224,16 +224,22 @@ impl WorkQueue for RedisWorkQueue {
     async fn is_leased(&self, agent: &str, entry_id: &str) -> StoreResult<bool> {
         // The group's pending entries are the lease table: a finished or re-queued turn
         // has left it.
-        let mut conn = self.conn.clone();
-        let pending: redis::Value = redis::cmd("XPENDING")
+        let mut xpending = redis::cmd("XPENDING");
+        xpending
             .arg(self.key(agent))
             .arg(GROUP)
             .arg(entry_id)
             .arg(entry_id)
-            .arg(1)
-            .query_async(&mut conn)
-            .await
-            .map_err(backend)?;
+            .arg(1);
+        let pending: redis::Value = match xpending.query_async(&mut self.conn.clone()).await {
+            // After Redis restarts, the first command on the old connection fails; a read
+            // is safe to send again (a worker's update must not fail on that).
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                xpending.query_async(&mut self.conn.clone()).await
+            }
+            other => other,
+        }
+        .map_err(backend)?;
         Ok(matches!(pending, redis::Value::Array(entries) if !entries.is_empty()))
     }
 

@@ -583,7 +583,7 @@ async fn tasks_survive_a_redis_restart_from_its_aof() {
         json!({"message": message("after")}),
     )
     .await;
-    assert_eq!(state(&after["task"]), "TASK_STATE_COMPLETED");
+    assert_eq!(state(&after["task"]), "TASK_STATE_COMPLETED", "{after}");
 }
 
 /// Two task-state replicas, each reached over gRPC, racing a cancel against a
