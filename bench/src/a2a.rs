@@ -42,6 +42,23 @@ pub fn send(message_id: &str, send: Send<'_>) -> Bytes {
     rpc(method, params)
 }
 
+/// One blocking SendMessage of "hello" on a new connection: a server is ready when it
+/// completes one, and B3 reads the task it made.
+pub async fn send_hello(
+    target: &crate::http::Target,
+    prefix: &str,
+) -> anyhow::Result<crate::http::Reply> {
+    let mut conn = crate::http::Connection::open(target).await?;
+    let body = send(
+        &format!("{prefix}-{}", unix_micros()),
+        Send {
+            text: "hello",
+            ..Send::default()
+        },
+    );
+    conn.call(body).await
+}
+
 pub fn get_task(task_id: &str) -> Bytes {
     rpc("GetTask", json!({"id": task_id}))
 }
@@ -50,7 +67,7 @@ pub fn subscribe(task_id: &str) -> Bytes {
     rpc("SubscribeToTask", json!({"id": task_id}))
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 

@@ -12,6 +12,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::json;
 
+use crate::a2a::contains;
+
 #[derive(Debug)]
 struct Fixed {
     task: Bytes,
@@ -49,10 +51,6 @@ fn fixed() -> Fixed {
             update("TASK_STATE_COMPLETED"),
         ],
     }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 async fn answer(State(fixed): State<Arc<Fixed>>, body: Bytes) -> Response {

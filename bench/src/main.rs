@@ -36,37 +36,22 @@ enum Cmd {
         /// Skip B7 (split deployment scaling and redis-benchmark).
         #[arg(long)]
         no_scaling: bool,
-        /// Where the Markdown report goes.
-        #[arg(long)]
-        report: PathBuf,
-        /// The repository (peer scripts, bench config, local-cluster.sh).
-        #[arg(long, default_value = ".")]
-        repo: PathBuf,
-        #[arg(long)]
-        switchboard_bin: PathBuf,
+        #[command(flatten)]
+        output: ReportArgs,
         /// Scratch directory: server logs, data, cluster state, results.json.
         #[arg(long, default_value = "target/bench")]
         work_dir: PathBuf,
         /// CPUs the servers are pinned to (`taskset -c`); empty to not pin.
         #[arg(long, default_value = "0")]
         server_cpus: String,
-        /// How the run was started, for the report.
-        #[arg(long, default_value = "scripts/bench.sh")]
-        command_line: String,
     },
     /// Renders the report from a saved run's printed lines (e.g. `scripts/bench.sh | tee`).
     Report {
         /// The run's output; lines that are not figures are ignored.
         #[arg(long)]
         from: PathBuf,
-        #[arg(long)]
-        report: PathBuf,
-        #[arg(long, default_value = ".")]
-        repo: PathBuf,
-        #[arg(long)]
-        switchboard_bin: PathBuf,
-        #[arg(long, default_value = "scripts/bench.sh")]
-        command_line: String,
+        #[command(flatten)]
+        output: ReportArgs,
     },
     /// The ceiling: fixed JSON-RPC answers and fixed SSE streams.
     Ceiling {
@@ -90,23 +75,39 @@ enum Cmd {
     },
 }
 
+/// Where the report goes and what it says about the run.
+#[derive(clap::Args, Debug)]
+struct ReportArgs {
+    /// Where the Markdown report goes.
+    #[arg(long)]
+    report: PathBuf,
+    /// The repository (peer scripts, bench config, local-cluster.sh).
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    #[arg(long)]
+    switchboard_bin: PathBuf,
+    /// How the run was started, for the report.
+    #[arg(long, default_value = "scripts/bench.sh")]
+    command_line: String,
+}
+
+impl ReportArgs {
+    fn write(&self, results: &[Outcome]) -> anyhow::Result<()> {
+        let context = Context::gather(&self.repo, &self.command_line, &self.switchboard_bin);
+        std::fs::write(&self.report, report::render(results, &context))?;
+        eprintln!("report written to {}", self.report.display());
+        Ok(())
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Cmd::Report {
-            from,
-            report: report_path,
-            repo,
-            switchboard_bin,
-            command_line,
-        } => {
+        Cmd::Report { from, output } => {
             let text = std::fs::read_to_string(&from)?;
             let results: Vec<Outcome> = text.lines().filter_map(Outcome::parse_line).collect();
             anyhow::ensure!(!results.is_empty(), "no figures in {}", from.display());
-            let context = Context::gather(&repo, &command_line, &switchboard_bin);
-            std::fs::write(&report_path, report::render(&results, &context))?;
-            eprintln!("report written to {}", report_path.display());
-            Ok(())
+            output.write(&results)
         }
         Cmd::Ceiling { port } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
@@ -148,21 +149,19 @@ async fn main() -> anyhow::Result<()> {
             smoke,
             servers: chosen,
             no_scaling,
-            report: report_path,
-            repo,
-            switchboard_bin,
+            mut output,
             work_dir,
             server_cpus,
-            command_line,
         } => {
-            let repo = std::fs::canonicalize(&repo)?;
+            output.repo = std::fs::canonicalize(&output.repo)?;
+            output.switchboard_bin = std::fs::canonicalize(&output.switchboard_bin)?;
             std::fs::create_dir_all(&work_dir)?;
             let setup = Setup {
-                switchboard_bin: std::fs::canonicalize(&switchboard_bin)?,
+                switchboard_bin: output.switchboard_bin.clone(),
                 bench_bin: std::env::current_exe()?,
                 work_dir: std::fs::canonicalize(&work_dir)?,
                 server_cpus: Some(server_cpus).filter(|c| !c.is_empty()),
-                repo: repo.clone(),
+                repo: output.repo.clone(),
             };
             let plan = if smoke { Plan::smoke() } else { Plan::full() };
             let mut results: Vec<Outcome> = Vec::new();
@@ -202,9 +201,7 @@ async fn main() -> anyhow::Result<()> {
                 setup.work_dir.join("results.json"),
                 serde_json::to_vec_pretty(&results)?,
             )?;
-            let context = Context::gather(&repo, &command_line, &setup.switchboard_bin);
-            std::fs::write(&report_path, report::render(&results, &context))?;
-            eprintln!("report written to {}", report_path.display());
+            output.write(&results)?;
             let failed = results.iter().filter(|o| o.failed()).count();
             anyhow::ensure!(
                 !smoke || failed == 0,

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::a2a::{self, Send};
-use crate::http::{Connection, Target};
+use crate::a2a;
+use crate::http::Target;
 
 /// The servers a run can measure.
 pub const ALL: [&str; 5] = ["python", "js", "ceiling", "switchboard", "split"];
@@ -73,13 +73,8 @@ impl Setup {
         }
         let port = free_port()?;
         let mut command = match name {
-            "python" => {
-                let mut c = self.pinned(&self.repo.join("bench/peers/run-python.sh"));
-                c.arg(port.to_string());
-                c
-            }
-            "js" => {
-                let mut c = self.pinned(&self.repo.join("bench/peers/run-js.sh"));
+            "python" | "js" => {
+                let mut c = self.pinned(&self.repo.join(format!("bench/peers/run-{name}.sh")));
                 c.arg(port.to_string());
                 c
             }
@@ -253,16 +248,7 @@ impl Server {
 }
 
 async fn echo_once(target: &Target) -> anyhow::Result<()> {
-    let mut conn = Connection::open(target).await?;
-    let reply = conn
-        .call(a2a::send(
-            &format!("ready-{}", a2a::unix_micros()),
-            Send {
-                text: "hello",
-                ..Send::default()
-            },
-        ))
-        .await?;
+    let reply = a2a::send_hello(target, "ready").await?;
     anyhow::ensure!(
         a2a::is_completed(&reply.body),
         "HTTP {}: {}",

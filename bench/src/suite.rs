@@ -4,8 +4,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::a2a::{self, Send};
-use crate::http::Connection;
+use crate::a2a;
 use crate::scenarios::{self, Load, Unary};
 use crate::servers::{Server, Setup, Topology};
 use crate::stats::Outcome;
@@ -78,16 +77,7 @@ fn report(outcome: Outcome, results: &mut Vec<Outcome>) {
 
 /// A task to read in B3.
 async fn existing_task(server: &Server) -> anyhow::Result<String> {
-    let mut conn = Connection::open(&server.targets[0]).await?;
-    let reply = conn
-        .call(a2a::send(
-            &format!("b3-{}", a2a::unix_micros()),
-            Send {
-                text: "hello",
-                ..Send::default()
-            },
-        ))
-        .await?;
+    let reply = a2a::send_hello(&server.targets[0], "b3").await?;
     a2a::task_id(&reply.body).ok_or_else(|| anyhow::anyhow!("no task id in the answer"))
 }
 
@@ -211,28 +201,37 @@ pub async fn scaling(setup: &Setup, plan: &Plan, results: &mut Vec<Outcome>) {
         let stream = scenarios::stream(&format!("{label} B2 c=32"), &load(&server, plan, 32)).await;
         report(stream, results);
         if gateways == 1 && fanouts == 1 {
-            report(redis_benchmark(&server, setup, plan), results);
+            report(redis_benchmark(&server, plan), results);
         }
         server.stop();
     }
 }
 
 /// `redis-benchmark` on the deployment's Redis, on the load generator's core.
-fn redis_benchmark(server: &Server, setup: &Setup, plan: &Plan) -> Outcome {
+fn redis_benchmark(server: &Server, plan: &Plan) -> Outcome {
     let name = "B7 redis-benchmark SET+GET+PUBLISH c=50";
     let Some(port) = server.port_of("redis") else {
         return Outcome::skipped(name, "redis", "no Redis in the deployment");
     };
-    let _ = setup;
-    let output = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "-c", "50"])
-        .args(["-n", &plan.redis_requests.to_string(), "-t", "set,get"])
-        .output();
-    let publish = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "-c", "50"])
-        .args(["-n", &plan.redis_requests.to_string()])
-        .args(["PUBLISH", "bench-channel", "hello"])
-        .output();
+    let (port, requests) = (port.to_string(), plan.redis_requests.to_string());
+    let run = |what: &[&str]| {
+        Command::new("redis-benchmark")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-q",
+                "-c",
+                "50",
+                "-n",
+                &requests,
+            ])
+            .args(what)
+            .output()
+    };
+    let output = run(&["-t", "set,get"]);
+    let publish = run(&["PUBLISH", "bench-channel", "hello"]);
     match (output, publish) {
         (Ok(sets), Ok(publishes)) => {
             let text = format!(

@@ -10,7 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{Ids, Load, with_cpu};
+use super::{Ids, Load, Tally, with_cpu};
 use crate::a2a::{self, Send};
 use crate::http::{Connection, Target};
 use crate::stats::{Latencies, Outcome};
@@ -95,30 +95,21 @@ pub async fn fanout(name: &str, load: &Load, ticks: Ticks) -> Outcome {
     }
     let cpu_before = crate::procstat::cpu_time(&load.pids);
     let mut latencies = Latencies::default();
-    let (mut errors, mut first_error) = (0u64, None);
+    let mut tally = Tally::default();
     while let Some(joined) = subscribers.join_next().await {
         match joined {
             Ok(Ok(sub)) if sub.completed => latencies.merge(sub.latencies),
             Ok(Ok(sub)) => {
-                errors += 1;
                 latencies.merge(sub.latencies);
-                first_error.get_or_insert_with(|| "a stream ended before completion".to_owned());
+                tally.note(true, "a stream ended before completion");
             }
-            Ok(Err(e)) => {
-                errors += 1;
-                first_error.get_or_insert(e.to_string());
-            }
-            Err(e) => {
-                errors += 1;
-                first_error.get_or_insert(e.to_string());
-            }
+            Ok(Err(e)) => tally.note(true, e),
+            Err(e) => tally.note(true, e),
         }
     }
     let cpu = cpu_before
         .and_then(|before| Ok(crate::procstat::cpu_time(&load.pids)?.saturating_sub(before)));
-    if let Some(why) = first_error {
-        eprintln!("{name} {}: first error: {why}", load.server);
-    }
+    tally.print_first(name, &load.server);
     let delivered = latencies.len();
     let expected = ticks.subscribers * ticks.count as usize;
     let ticking = started.elapsed().saturating_sub(ticks.delay);
@@ -128,7 +119,7 @@ pub async fn fanout(name: &str, load: &Load, ticks: Ticks) -> Outcome {
         rps: delivered as f64 / ticking.as_secs_f64().max(1e-3),
         p50_ms: latencies.percentile_ms(50.0),
         p99_ms: latencies.percentile_ms(99.0),
-        errors,
+        errors: tally.errors,
         ..Outcome::default()
     }
     .with(

@@ -9,7 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{Ids, Load};
+use super::{Ids, Load, Tally};
 use crate::a2a::{self, Send};
 use crate::http::Connection;
 use crate::procstat;
@@ -76,7 +76,7 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
         let name = format!("B4 idle n={goal}");
         let began = Instant::now();
         let (tx, mut rx) = mpsc::channel(goal.max(1));
-        let mut first_error = None;
+        let mut tally = Tally::default();
         let mut times = Latencies::default();
         let wanted = goal.saturating_sub(open);
         let deadline = began + STEP_DEADLINE;
@@ -91,7 +91,7 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
             streams.spawn(hold(target, ids, permit, tx));
             while let Ok(result) = rx.try_recv() {
                 answered += 1;
-                count(result, &mut open, &mut errors, &mut times, &mut first_error);
+                count(result, &mut open, &mut times, &mut tally);
             }
         }
         drop(tx);
@@ -100,12 +100,12 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
                 break;
             };
             answered += 1;
-            count(result, &mut open, &mut errors, &mut times, &mut first_error);
+            count(result, &mut open, &mut times, &mut tally);
         }
         let stuck = wanted - answered;
         if stuck > 0 {
-            errors += stuck as u64;
-            first_error.get_or_insert_with(|| {
+            tally.errors += stuck as u64;
+            tally.first_error.get_or_insert_with(|| {
                 format!(
                     "{stuck} streams not open after {} s",
                     STEP_DEADLINE.as_secs()
@@ -113,9 +113,9 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
             });
         }
         let opening = began.elapsed();
-        if let Some(why) = first_error {
-            eprintln!("{name} {}: first error: {why}", load.server);
-        }
+        tally.print_first(&name, &load.server);
+        // Errors add up over the steps; the first reason is each step's own.
+        errors += tally.errors;
         // Let allocators and buffers settle before reading memory.
         tokio::time::sleep(Duration::from_secs(1)).await;
         let mut outcome = Outcome {
@@ -145,18 +145,14 @@ pub async fn idle(load: &Load, steps: &[usize]) -> (Vec<Outcome>, JoinSet<()>) {
 fn count(
     result: anyhow::Result<Duration>,
     open: &mut usize,
-    errors: &mut u64,
     times: &mut Latencies,
-    first_error: &mut Option<String>,
+    tally: &mut Tally,
 ) {
     match result {
         Ok(took) => {
             *open += 1;
             times.record(took);
         }
-        Err(e) => {
-            *errors += 1;
-            first_error.get_or_insert(e.to_string());
-        }
+        Err(e) => tally.note(true, e),
     }
 }

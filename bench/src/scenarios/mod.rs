@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::http::Target;
+use crate::http::{Connection, Target};
 use crate::procstat;
 use crate::stats::Outcome;
 
@@ -92,4 +92,56 @@ fn with_cpu(outcome: Outcome, cpu: Duration, operations: usize) -> Outcome {
         return outcome;
     }
     outcome.with("cpu_us", cpu.as_secs_f64() * 1e6 / operations as f64)
+}
+
+/// A worker's or a scenario's failures: how many counted, and the first reason (printed
+/// once per scenario, so a misconfigured server explains itself).
+#[derive(Debug, Default)]
+struct Tally {
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl Tally {
+    /// Notes a failure; `counted` says whether it falls in the measured window.
+    fn note(&mut self, counted: bool, why: impl std::fmt::Display) {
+        if counted {
+            self.errors += 1;
+        }
+        self.first_error.get_or_insert_with(|| why.to_string());
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+
+    fn print_first(&self, name: &str, server: &str) {
+        if let Some(why) = &self.first_error {
+            eprintln!("{name} {server}: first error: {why}");
+        }
+    }
+}
+
+/// The worker's connection, opened if it has none. When it cannot be opened the failure
+/// is noted and, after a short pause, `None` comes back: the worker tries again.
+async fn connected<'a>(
+    slot: &'a mut Option<Connection>,
+    target: &Target,
+    tally: &mut Tally,
+    counted: bool,
+) -> Option<&'a mut Connection> {
+    if slot.is_none() {
+        match Connection::open(target).await {
+            Ok(conn) => *slot = Some(conn),
+            Err(e) => {
+                tally.note(counted, e);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                return None;
+            }
+        }
+    }
+    slot.as_mut()
 }

@@ -4,7 +4,7 @@
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::{Ids, Load, Window, with_cpu};
+use super::{Ids, Load, Tally, Window, connected, with_cpu};
 use crate::a2a::{self, Send};
 use crate::http::Connection;
 use crate::stats::{Latencies, Outcome};
@@ -13,8 +13,7 @@ use crate::stats::{Latencies, Outcome};
 struct WorkerResult {
     first: Latencies,
     last: Latencies,
-    errors: u64,
-    first_error: Option<String>,
+    tally: Tally,
 }
 
 /// One stream: the times of its first and last events, if it ended completed.
@@ -56,32 +55,21 @@ pub async fn stream(name: &str, load: &Load) -> Outcome {
             let mut connection: Option<Connection> = None;
             while !window.is_over() {
                 let began = Instant::now();
-                let conn = match connection.take() {
-                    Some(conn) => conn,
-                    None => match Connection::open(&target).await {
-                        Ok(conn) => conn,
-                        Err(e) => {
-                            result.errors += 1;
-                            result.first_error.get_or_insert(e.to_string());
-                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                            continue;
-                        }
-                    },
+                let Some(conn) = connected(&mut connection, &target, &mut result.tally, true).await
+                else {
+                    continue;
                 };
-                let mut conn = conn;
-                match one_stream(&mut conn, &ids).await {
+                match one_stream(conn, &ids).await {
                     Ok((first, last)) => {
-                        connection = Some(conn);
                         if window.contains(began, last) {
                             result.first.record(first - began);
                             result.last.record(last - began);
                         }
                     }
                     Err(e) => {
-                        if began >= window.start {
-                            result.errors += 1;
-                        }
-                        result.first_error.get_or_insert(e.to_string());
+                        // A stream that went wrong leaves its connection unusable.
+                        connection = None;
+                        result.tally.note(began >= window.start, e);
                     }
                 }
             }
@@ -89,19 +77,16 @@ pub async fn stream(name: &str, load: &Load) -> Outcome {
         }));
     }
     let cpu = window.server_cpu(&load.pids).await;
-    let (mut first, mut last, mut errors, mut first_error) =
-        (Latencies::default(), Latencies::default(), 0, None);
+    let (mut first, mut last, mut tally) =
+        (Latencies::default(), Latencies::default(), Tally::default());
     for worker in workers {
         if let Ok(result) = worker.await {
             first.merge(result.first);
             last.merge(result.last);
-            errors += result.errors;
-            first_error = first_error.or(result.first_error);
+            tally.merge(result.tally);
         }
     }
-    if let Some(why) = first_error {
-        eprintln!("{name} {}: first error: {why}", load.server);
-    }
+    tally.print_first(name, &load.server);
     let completed = last.len();
     let mut outcome = Outcome {
         name: name.to_owned(),
@@ -109,7 +94,7 @@ pub async fn stream(name: &str, load: &Load) -> Outcome {
         rps: completed as f64 / load.duration.as_secs_f64(),
         p50_ms: last.percentile_ms(50.0),
         p99_ms: last.percentile_ms(99.0),
-        errors,
+        errors: tally.errors,
         ..Outcome::default()
     };
     if let (Some(p50), Some(p99)) = (first.percentile_ms(50.0), first.percentile_ms(99.0)) {

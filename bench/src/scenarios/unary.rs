@@ -8,9 +8,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{Ids, Load, Window, with_cpu};
+use super::{Ids, Load, Tally, Window, connected, with_cpu};
 use crate::a2a::{self, Send};
-use crate::http::{Connection, Reply};
+use crate::http::Reply;
 use crate::stats::{Latencies, Outcome};
 
 /// Which request every worker repeats.
@@ -60,8 +60,7 @@ impl Unary {
 #[derive(Debug, Default)]
 struct WorkerResult {
     latencies: Latencies,
-    errors: u64,
-    first_error: Option<String>,
+    tally: Tally,
 }
 
 /// Runs `request` on `load.concurrency` connections; with `rate`, requests start on a
@@ -97,16 +96,11 @@ pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -
                 if window.is_over() {
                     break;
                 }
-                let conn = match &mut connection {
-                    Some(conn) => conn,
-                    None => match Connection::open(&target).await {
-                        Ok(conn) => connection.insert(conn),
-                        Err(e) => {
-                            note_error(&mut result, &window, began, e.to_string());
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                            continue;
-                        }
-                    },
+                let counted = began >= window.start;
+                let Some(conn) =
+                    connected(&mut connection, &target, &mut result.tally, counted).await
+                else {
+                    continue;
                 };
                 let reply = conn.call(request.body(&ids)).await;
                 let ended = Instant::now();
@@ -119,11 +113,11 @@ pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -
                     Ok(reply) => {
                         let body = String::from_utf8_lossy(&reply.body);
                         let why = format!("HTTP {}: {}", reply.status, truncate(&body));
-                        note_error(&mut result, &window, began, why);
+                        result.tally.note(counted, why);
                     }
                     Err(e) => {
                         connection = None;
-                        note_error(&mut result, &window, began, e.to_string());
+                        result.tally.note(counted, e);
                     }
                 }
             }
@@ -132,18 +126,14 @@ pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -
     }
     let cpu = window.server_cpu(&load.pids).await;
     let mut latencies = Latencies::default();
-    let mut errors = 0;
-    let mut first_error = None;
+    let mut tally = Tally::default();
     for worker in workers {
         if let Ok(result) = worker.await {
             latencies.merge(result.latencies);
-            errors += result.errors;
-            first_error = first_error.or(result.first_error);
+            tally.merge(result.tally);
         }
     }
-    if let Some(why) = first_error {
-        eprintln!("{name} {}: first error: {why}", load.server);
-    }
+    tally.print_first(name, &load.server);
     let completed = latencies.len();
     let outcome = Outcome {
         name: name.to_owned(),
@@ -151,20 +141,13 @@ pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -
         rps: completed as f64 / load.duration.as_secs_f64(),
         p50_ms: latencies.percentile_ms(50.0),
         p99_ms: latencies.percentile_ms(99.0),
-        errors,
+        errors: tally.errors,
         ..Outcome::default()
     };
     match cpu {
         Ok(cpu) => with_cpu(outcome, cpu, completed),
         Err(_) => outcome,
     }
-}
-
-fn note_error(result: &mut WorkerResult, window: &Window, began: Instant, why: String) {
-    if began >= window.start {
-        result.errors += 1;
-    }
-    result.first_error.get_or_insert(why);
 }
 
 pub(super) fn truncate(text: &str) -> &str {
