@@ -62,7 +62,9 @@ enum Cmd {
     Load {
         #[arg(long)]
         url: String,
-        /// `send`, `ack`, `stream` or `get:TASK_ID`.
+        /// `send`, `ack`, `stream`, `get:TASK_ID`, `fanout` (B5, the full run's ticks),
+        /// `webhook` (B6 at full speed) or `idle:N[,N…]` (B4 steps, streams held until
+        /// the end).
         #[arg(long, default_value = "send")]
         scenario: String,
         #[arg(long, short = 'c', default_value_t = 32)]
@@ -132,15 +134,28 @@ async fn main() -> anyhow::Result<()> {
                 "send" => scenarios::unary("B1", &load, Unary::SendBlocking, None).await,
                 "ack" => scenarios::unary("ack", &load, Unary::SendAck, None).await,
                 "stream" => scenarios::stream("B2", &load).await,
-                other => match other.strip_prefix("get:") {
-                    Some(id) => {
-                        let request = Unary::Get {
-                            task_id: id.to_owned(),
-                        };
-                        scenarios::unary("B3", &load, request, None).await
+                "fanout" => scenarios::fanout("B5", &load, Plan::full().ticks).await,
+                "webhook" => scenarios::webhooks("B6", &load, None).await,
+                other => {
+                    if let Some(steps) = other.strip_prefix("idle:") {
+                        let steps = steps
+                            .split(',')
+                            .map(str::parse)
+                            .collect::<Result<Vec<usize>, _>>()?;
+                        let (outcomes, _held) = scenarios::idle(&load, &steps).await;
+                        for outcome in outcomes {
+                            println!("{}", outcome.line());
+                        }
+                        return Ok(());
                     }
-                    None => anyhow::bail!("unknown scenario {other}"),
-                },
+                    let Some(id) = other.strip_prefix("get:") else {
+                        anyhow::bail!("unknown scenario {other}");
+                    };
+                    let request = Unary::Get {
+                        task_id: id.to_owned(),
+                    };
+                    scenarios::unary("B3", &load, request, None).await
+                }
             };
             println!("{}", outcome.line());
             Ok(())

@@ -312,7 +312,7 @@ impl Dispatcher {
 
 impl Inner {
     /// Brings every config of the task up to date with its event log, event by event,
-    /// moving each config's durable cursor as it goes.
+    /// moving each config's durable cursor after each batch of events it read.
     async fn catch_up(&self, task_id: &str) {
         let configs = match self.configs.list_push_configs(task_id).await {
             Ok(configs) => configs,
@@ -334,6 +334,7 @@ impl Inner {
                         return;
                     }
                 };
+                let mut delivered = None;
                 for event in events {
                     // The live config, on every delivery: a changed URL or credential
                     // applies at once, a deleted config stops receiving.
@@ -350,13 +351,18 @@ impl Inner {
                             self.bury(&event, &config_id, failure).await;
                         }
                     }
-                    cursor = event.seq;
+                    delivered = Some(event.seq);
+                }
+                // One durable cursor write per batch read, not per delivery: after a
+                // crash, at most that batch is sent again (deliveries are at least once).
+                if let Some(seq) = delivered {
+                    cursor = seq;
                     if let Err(e) = self
                         .configs
                         .advance_push_cursor(task_id, &config_id, cursor)
                         .await
                     {
-                        tracing::error!(task_id, error = %e, "cannot record a delivery; it may be sent again after a restart");
+                        tracing::error!(task_id, error = %e, "cannot record deliveries; they may be sent again after a restart");
                     }
                 }
             }

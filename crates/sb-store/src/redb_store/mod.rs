@@ -1,5 +1,6 @@
 //! The embedded durable backend: one redb file, fsync on commit, group commit
-//! ([`writer`]), running tasks and push-config presence answered from memory ([`Hot`]).
+//! ([`writer`]); running tasks, their latest events and push configs answered from
+//! memory ([`Hot`]).
 //!
 //! redb allows one writer at a time, so all writes go to one writer thread that takes
 //! every request waiting in its queue, applies them in one transaction and commits once:
@@ -45,15 +46,27 @@ struct Hot {
     records: HashMap<String, TaskRecord>,
     /// Finished tasks still in `records`, oldest first.
     finished: std::collections::VecDeque<String>,
+    /// For each task in `records`, its latest events (at most [`RECENT_EVENTS`], oldest
+    /// first, no gap up to the latest): a subscriber or the webhook dispatcher reading
+    /// what was just committed needs no disk read.
+    events: HashMap<String, std::collections::VecDeque<StoredEvent>>,
     /// Every task with at least one push config (loaded when the store opens), so a
-    /// task without one costs no read per event.
+    /// task without one costs no read per event. May also hold tasks whose last
+    /// config was deleted one by one: it only ever answers "none" for sure.
     with_push: HashSet<String>,
+    /// For tasks in `records` whose configs were written since the store opened: all
+    /// their configs, exactly as the file has them (the dispatcher reads a task's
+    /// config before each delivery).
+    push: HashMap<String, Vec<PushConfigRecord>>,
 }
 
 type SharedHot = Arc<parking_lot::RwLock<Hot>>;
 
 /// Finished tasks kept in memory (a finished task never changes again, short of deletion).
 const RECENTLY_FINISHED: usize = 4096;
+
+/// Events kept in memory per task in [`Hot::records`].
+const RECENT_EVENTS: usize = 8;
 
 impl Hot {
     fn seq_of(&self, task_id: &str) -> Option<u64> {
@@ -67,18 +80,64 @@ impl Hot {
             }
             self.records.insert(task_id, record);
         }
+        for event in changes.events {
+            let recent = self.events.entry(event.task_id.clone()).or_default();
+            recent.push_back(event);
+            if recent.len() > RECENT_EVENTS {
+                recent.pop_front();
+            }
+        }
         while self.finished.len() > RECENTLY_FINISHED {
             if let Some(task_id) = self.finished.pop_front() {
-                self.records.remove(&task_id);
+                self.forget(&task_id);
             }
         }
         for task_id in changes.deleted {
-            self.records.remove(&task_id);
+            self.forget(&task_id);
         }
         for task_id in changes.without_push {
             self.with_push.remove(&task_id);
         }
         self.with_push.extend(changes.with_push);
+        for (task_id, configs) in changes.push {
+            if configs.is_empty() || !self.records.contains_key(&task_id) {
+                self.push.remove(&task_id);
+            } else {
+                self.push.insert(task_id, configs);
+            }
+        }
+    }
+
+    fn forget(&mut self, task_id: &str) {
+        self.records.remove(task_id);
+        self.events.remove(task_id);
+        self.push.remove(task_id);
+    }
+
+    /// `events_after` from memory, when the kept events reach back far enough.
+    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Option<Vec<StoredEvent>> {
+        let latest = self.seq_of(task_id)?;
+        if after >= latest {
+            return Some(Vec::new());
+        }
+        let recent = self.events.get(task_id)?;
+        let oldest = recent.front()?.seq;
+        (oldest <= after.saturating_add(1)).then(|| {
+            recent
+                .iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// The task's configs: `Some` when known without a read.
+    fn push_configs(&self, task_id: &str) -> Option<Vec<PushConfigRecord>> {
+        if !self.with_push.contains(task_id) {
+            return Some(Vec::new());
+        }
+        self.push.get(task_id).cloned()
     }
 }
 
@@ -158,6 +217,22 @@ fn decode_all<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
     Ok(out)
 }
 
+/// Every config of one task, in config-id order.
+fn configs_of(
+    push: &impl ReadableTable<(&'static str, &'static str), &'static [u8]>,
+    task_id: &str,
+) -> StoreResult<Vec<PushConfigRecord>> {
+    let mut configs = Vec::new();
+    for entry in push.range((task_id, "")..).map_err(StoreError::backend)? {
+        let (key, bytes) = entry.map_err(StoreError::backend)?;
+        if key.value().0 != task_id {
+            break;
+        }
+        configs.push(decode(bytes.value())?);
+    }
+    Ok(configs)
+}
+
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Backend(format!("corrupt record: {e}")))
 }
@@ -194,15 +269,10 @@ impl TaskStore for RedbStore {
         after: u64,
         limit: usize,
     ) -> StoreResult<Vec<StoredEvent>> {
-        // Nothing after the latest event: known without a read (a subscriber that has
-        // caught up asks this on every subscription).
-        if self
-            .hot
-            .read()
-            .seq_of(task_id)
-            .is_some_and(|latest| after >= latest)
-        {
-            return Ok(Vec::new());
+        // A subscriber that has caught up asks this on every subscription, the webhook
+        // dispatcher after every event: both are answered from memory when they can be.
+        if let Some(events) = self.hot.read().events_after(task_id, after, limit) {
+            return Ok(events);
         }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
@@ -265,6 +335,11 @@ impl PushConfigStore for RedbStore {
         task_id: &str,
         config_id: &str,
     ) -> StoreResult<Option<PushConfigRecord>> {
+        if let Some(configs) = self.hot.read().push_configs(task_id) {
+            return Ok(configs
+                .into_iter()
+                .find(|c| c.config.id.as_deref().unwrap_or_default() == config_id));
+        }
         let key = (task_id.to_owned(), config_id.to_owned());
         self.read(move |txn| {
             let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
@@ -280,24 +355,13 @@ impl PushConfigStore for RedbStore {
     }
 
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
-        if !self.hot.read().with_push.contains(task_id) {
-            return Ok(Vec::new());
+        if let Some(configs) = self.hot.read().push_configs(task_id) {
+            return Ok(configs);
         }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(PUSH).map_err(StoreError::backend)?;
-            let mut out = Vec::new();
-            for entry in table
-                .range((task_id.as_str(), "")..)
-                .map_err(StoreError::backend)?
-            {
-                let (key, bytes) = entry.map_err(StoreError::backend)?;
-                if key.value().0 != task_id {
-                    break;
-                }
-                out.push(decode(bytes.value())?);
-            }
-            Ok(out)
+            configs_of(&table, &task_id)
         })
         .await
     }
@@ -405,10 +469,14 @@ mod tests {
     }
 
     fn push_config(task_id: &str) -> PushConfigRecord {
+        config_named(task_id, "c1")
+    }
+
+    fn config_named(task_id: &str, config_id: &str) -> PushConfigRecord {
         PushConfigRecord {
             config: sb_protocol::model::TaskPushNotificationConfig {
                 tenant: None,
-                id: Some("c1".into()),
+                id: Some(config_id.into()),
                 task_id: task_id.into(),
                 url: "https://example.com/hook".into(),
                 token: None,
@@ -452,5 +520,76 @@ mod tests {
         assert!(store.delete("t1").await.unwrap());
         assert!(store.get("t1").await.unwrap().is_none());
         assert!(!store.hot.read().records.contains_key("t1"));
+    }
+
+    #[tokio::test]
+    async fn recent_events_answer_from_memory_without_a_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+        let last = RECENT_EVENTS as u64 + 4;
+        for seq in 1..=last {
+            let commit = crate::suite::new_commit("t1", seq - 1, seq);
+            store.commit(commit).await.unwrap();
+        }
+        assert_eq!(store.hot.read().events["t1"].len(), RECENT_EVENTS);
+        let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        // Older than what memory keeps: read from the file, whole and in order.
+        let all = store.events_after("t1", 0, 100).await.unwrap();
+        assert_eq!(seqs(all), (1..=last).collect::<Vec<_>>());
+        let from_memory = store.hot.read().events_after("t1", last - 3, 2).unwrap();
+        assert_eq!(seqs(from_memory), [last - 2, last - 1]);
+        assert!(store.hot.read().events_after("t1", 1, 100).is_none());
+        assert!(store.delete("t1").await.unwrap());
+        assert!(!store.hot.read().events.contains_key("t1"));
+        assert!(store.events_after("t1", 0, 100).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn cached_push_configs_follow_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+        store
+            .commit(crate::suite::new_commit("t1", 0, 1))
+            .await
+            .unwrap();
+        let ids = |configs: Vec<PushConfigRecord>| {
+            configs
+                .into_iter()
+                .map(|c| c.config.id.unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        store
+            .put_push_config(config_named("t1", "c2"))
+            .await
+            .unwrap();
+        store
+            .put_push_config(config_named("t1", "c1"))
+            .await
+            .unwrap();
+        assert_eq!(ids(store.hot.read().push["t1"].clone()), ["c1", "c2"]);
+        assert_eq!(
+            ids(store.list_push_configs("t1").await.unwrap()),
+            ["c1", "c2"]
+        );
+
+        store.advance_push_cursor("t1", "c2", 7).await.unwrap();
+        let c2 = store.get_push_config("t1", "c2").await.unwrap().unwrap();
+        assert_eq!(c2.from_seq, 7, "a moved cursor is seen at once");
+
+        assert!(store.delete_push_config("t1", "c1").await.unwrap());
+        assert!(store.get_push_config("t1", "c1").await.unwrap().is_none());
+        assert_eq!(ids(store.list_push_configs("t1").await.unwrap()), ["c2"]);
+
+        store.delete_push_configs("t1").await.unwrap();
+        assert!(store.list_push_configs("t1").await.unwrap().is_empty());
+        assert!(!store.hot.read().push.contains_key("t1"));
+
+        // A task not in memory is answered from the file, never from a stale copy.
+        store
+            .put_push_config(config_named("cold", "c1"))
+            .await
+            .unwrap();
+        assert!(!store.hot.read().push.contains_key("cold"));
+        assert_eq!(ids(store.list_push_configs("cold").await.unwrap()), ["c1"]);
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{DEAD, EVENTS, PUSH, SharedHot, TASKS, decode, encode};
+use super::{DEAD, EVENTS, PUSH, SharedHot, TASKS, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
 
@@ -87,6 +87,7 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
     let mut replies = Vec::with_capacity(batch.len());
     // What this batch changes in the cache, applied only once it is durable.
     let mut changes = Changes::default();
+    let mut touched_push = std::collections::HashSet::new();
     let outcome = (|| -> StoreResult<()> {
         let txn = db.begin_write().map_err(StoreError::backend)?;
         {
@@ -99,9 +100,9 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
                     WriteOp::Commit(commit, tx) => {
                         let result = apply_commit(&mut tasks, &mut events, hot, &changes, &commit);
                         if result.is_ok() {
-                            changes
-                                .records
-                                .insert(commit.record.task.id.clone(), commit.record);
+                            let TaskCommit { record, events, .. } = *commit;
+                            changes.records.insert(record.task.id.clone(), record);
+                            changes.events.extend(events);
                         }
                         replies.push(Reply::Unit(tx, result));
                     }
@@ -118,6 +119,7 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
                         if result.is_ok() {
                             changes.with_push.push(record.config.task_id.clone());
                         }
+                        touched_push.insert(record.config.task_id.clone());
                         replies.push(Reply::Unit(tx, result));
                     }
                     WriteOp::DeletePushAll(task_id, tx) => {
@@ -128,8 +130,9 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
                             )
                             .map_err(StoreError::backend);
                         if result.is_ok() {
-                            changes.without_push.push(task_id);
+                            changes.without_push.push(task_id.clone());
                         }
+                        touched_push.insert(task_id);
                         replies.push(Reply::Unit(tx, result));
                     }
                     WriteOp::PutDead(letter, tx) => {
@@ -151,6 +154,7 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
                     WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
                         let result = advance_cursor(&mut push, &task_id, &config_id, seq);
                         replies.push(Reply::Unit(tx, result));
+                        touched_push.insert(task_id);
                     }
                     WriteOp::DeleteTask(task_id, tx) => {
                         let result = events
@@ -172,8 +176,14 @@ fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
                             .map(|old| old.is_some())
                             .map_err(StoreError::backend);
                         replies.push(Reply::Bool(tx, result));
+                        touched_push.insert(task_id);
                     }
                 }
+            }
+            // The cache takes each changed task's configs as the file now has them.
+            for task_id in touched_push {
+                let configs = configs_of(&push, &task_id)?;
+                changes.push.insert(task_id, configs);
             }
         }
         txn.commit().map_err(StoreError::backend)
@@ -229,6 +239,10 @@ fn advance_cursor(
 pub(super) struct Changes {
     /// The latest record of each task committed in the batch.
     pub(super) records: HashMap<String, TaskRecord>,
+    /// Every event committed in the batch, in commit order.
+    pub(super) events: Vec<StoredEvent>,
+    /// The configs, after the batch, of each task whose configs it changed.
+    pub(super) push: HashMap<String, Vec<PushConfigRecord>>,
     pub(super) deleted: Vec<String>,
     pub(super) with_push: Vec<String>,
     pub(super) without_push: Vec<String>,
