@@ -94,7 +94,12 @@ start_service() {
   local role=$1 port=${2:-}
   [ -n "$port" ] || port=$(vacant_port "$role")
   [ -n "$port" ] || port=$(free_port)
-  "$bin" serve --services "$role" --listen "127.0.0.1:$port" >> "$dir/logs/$role-$port.log" 2>&1 &
+  # A task-state service logs each worker attachment whatever RUST_LOG says: that line
+  # is how start_worker knows a worker is ready (a count that only grows, unlike the
+  # workers-attached gauge, which a killed worker's replacement may leave unchanged).
+  local log="${RUST_LOG:-info}"
+  [ "$role" = tasks ] && log="$log,sb_rpc::workers::session=info"
+  RUST_LOG="$log" "$bin" serve --services "$role" --listen "127.0.0.1:$port" >> "$dir/logs/$role-$port.log" 2>&1 &
   local pid=$!
   echo "$role $pid $port" >> "$procs"
   wait_healthy "$role" "$port" "$pid"

@@ -2,7 +2,8 @@
 //! `scripts/local-cluster.sh` (Redis with AOF, 2 gateways, 2 task-state, 2 fan-outs,
 //! 1 dispatcher, 1 registry, 1 worker): kill -9 a fan-out node mid-stream, the
 //! dispatcher mid-delivery, the worker mid-task, restart Redis; and two task-state
-//! replicas racing cancel against completion.
+//! replicas racing cancel against completion; and more held streams than one HTTP/2
+//! connection between services allowed by default.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test harness
 use std::path::{Path, PathBuf};
@@ -35,6 +36,9 @@ name = "slow-reassign"
 kind = "consolidate"
 pause_ms = 200
 on_worker_lost = "reassign"
+[[agents]]
+name = "bench"
+kind = "bench"
 "#;
 
 const ADMIN_TOKEN: &str = "cluster-admin-token-0123456789";
@@ -776,4 +780,56 @@ async fn one_connected_trace_across_the_services() {
     for parent in webhooks.lock().unwrap().iter() {
         assert!(parent.contains(trace_id), "webhook traceparent {parent:?}");
     }
+}
+
+/// A gateway reaches each service replica over one HTTP/2 connection, on which every
+/// held stream is a turn waited for (to the task-state service) and an event stream
+/// relayed (from the fan-out node). hyper caps a connection at 200 concurrent streams by
+/// default: the 201st stream then never got its first event. 300 held streams through one
+/// gateway, one task-state replica and one fan-out node must all open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_held_streams_than_one_connection_allowed_by_default() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    const HELD: usize = 300;
+    let cluster = Cluster::up_with(&[
+        ("GATEWAYS", "1"),
+        ("TASKS", "1"),
+        ("FANOUTS", "1"),
+        ("SWITCHBOARD_WORKER_CAPACITY", "1000"),
+        // Readiness must not depend on the log level (local-cluster.sh).
+        ("RUST_LOG", "warn"),
+    ]);
+    let gateway = cluster.gateway(0);
+    let open = |i: usize| {
+        let gateway = gateway.clone();
+        async move {
+            // A connection of its own per stream, as separate clients would have.
+            let response = reqwest::Client::new()
+                .post(format!("{gateway}/agents/bench/message:stream"))
+                .header("A2A-Version", "1.0")
+                .json(&json!({"message": message(&format!("hold {i}"))}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            let mut body = response.bytes_stream();
+            let mut seen = String::new();
+            while !seen.contains("data:") {
+                match body.next().await {
+                    Some(Ok(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+                    _ => return None,
+                }
+            }
+            // Kept open until every stream is: all of them are held at once.
+            Some(body)
+        }
+    };
+    // A guard against a hang, not a measurement: a stream that cannot open never does.
+    let opened = tokio::time::timeout(
+        Duration::from_secs(120),
+        futures::future::join_all((0..HELD).map(open)),
+    )
+    .await;
+    let held = opened.map_or(0, |streams| streams.iter().flatten().count());
+    assert_eq!(held, HELD, "held streams that got their first event");
 }
