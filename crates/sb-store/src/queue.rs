@@ -51,13 +51,16 @@ pub trait WorkQueue: Send + Sync + std::fmt::Debug + 'static {
     /// Queues a turn unless the agent already has `limit` turns queued or running;
     /// returns whether it was queued.
     async fn push(&self, item: &WorkItem, limit: usize) -> StoreResult<bool>;
-    /// Takes the next turn of one of `agents` for `consumer`, waiting at most `wait`.
+    /// Takes the next turns of `agents` for `consumer`, at most `max` (at least one is
+    /// asked for), waiting at most `wait` for the first. Every turn returned is leased to
+    /// `consumer`; none is returned that the caller did not ask room for.
     async fn take(
         &self,
         agents: &[String],
         consumer: &str,
+        max: usize,
         wait: Duration,
-    ) -> StoreResult<Option<Leased>>;
+    ) -> StoreResult<Vec<Leased>>;
     /// Keeps `consumer`'s leases on these entries of `agent` alive.
     async fn renew(&self, agent: &str, consumer: &str, entry_ids: &[String]) -> StoreResult<()>;
     /// Whether the turn `entry_id` of `agent` is still leased to a worker.

@@ -3,6 +3,7 @@
 //! (the stream's pending-entries list is the lease table, its idle time the lease age).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -38,6 +39,9 @@ pub struct RedisWorkQueue {
     /// Connections for blocking reads, which must not share the multiplexed one (a
     /// blocked read would hold up every command queued behind it).
     idle: std::sync::Arc<Mutex<Vec<MultiplexedConnection>>>,
+    /// Where the next read starts among a worker's agents when it has room for fewer
+    /// turns than it serves agents.
+    rotation: std::sync::Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for RedisWorkQueue {
@@ -82,6 +86,7 @@ impl RedisWorkQueue {
             push: Script::new(PUSH),
             groups: Default::default(),
             idle: Default::default(),
+            rotation: Default::default(),
         })
     }
 
@@ -109,6 +114,23 @@ impl RedisWorkQueue {
         }
         self.groups.lock().insert(agent.to_owned());
         Ok(())
+    }
+
+    /// Which of `agents`' streams one read takes from, and how many entries from each
+    /// (XREADGROUP's COUNT is per stream), so that it leases at most `max` turns: every
+    /// stream with `max / streams` each, or, when there is room for fewer turns than
+    /// there are agents, one each from as many streams as there is room, starting
+    /// further along at each read so that no agent waits behind the others.
+    fn streams_to_read(&self, agents: &[String], max: usize) -> (Vec<String>, usize) {
+        let max = max.max(1);
+        if agents.len() <= max {
+            return (agents.to_vec(), max / agents.len().max(1));
+        }
+        let start = self.rotation.fetch_add(1, Ordering::Relaxed);
+        let chosen = (0..max)
+            .map(|i| agents[(start + i) % agents.len()].clone())
+            .collect();
+        (chosen, 1)
     }
 
     async fn blocking_connection(&self) -> StoreResult<MultiplexedConnection> {
@@ -155,54 +177,53 @@ impl WorkQueue for RedisWorkQueue {
         &self,
         agents: &[String],
         consumer: &str,
+        max: usize,
         wait: Duration,
-    ) -> StoreResult<Option<Leased>> {
+    ) -> StoreResult<Vec<Leased>> {
         for agent in agents {
             self.ensure_group(agent).await?;
         }
+        let (streams, count) = self.streams_to_read(agents, max);
+        if streams.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut conn = self.blocking_connection().await?;
         let mut cmd = redis::cmd("XREADGROUP");
+        // COUNT is per stream: `streams.len() * count` never exceeds `max`.
         cmd.arg("GROUP")
             .arg(GROUP)
             .arg(consumer)
             .arg("COUNT")
-            .arg(1)
+            .arg(count)
             .arg("BLOCK")
             .arg(wait.as_millis().max(1) as u64)
             .arg("STREAMS");
-        for agent in agents {
+        for agent in &streams {
             cmd.arg(self.key(agent));
         }
-        for _ in agents {
+        for _ in &streams {
             cmd.arg(">");
         }
         let reply: Option<StreamReadReply> = cmd.query_async(&mut conn).await.map_err(backend)?;
         self.idle.lock().push(conn);
-        let Some(entry) = reply
-            .iter()
-            .flat_map(|r| &r.keys)
-            .flat_map(|k| &k.ids)
-            .next()
-        else {
-            return Ok(None);
-        };
-        match decode(entry) {
-            Some(leased) => Ok(Some(leased)),
-            None => {
-                // Not ours to run: a malformed entry would otherwise be retried forever.
-                tracing::error!(entry = %entry.id, "dropping a malformed queue entry");
-                let agent = agents.iter().find(|a| {
-                    reply
-                        .iter()
-                        .flat_map(|r| &r.keys)
-                        .any(|k| k.key == self.key(a))
-                });
-                if let Some(agent) = agent {
-                    self.finish(agent, &entry.id).await?;
+        let mut taken = Vec::new();
+        for stream in reply.iter().flat_map(|r| &r.keys) {
+            for entry in &stream.ids {
+                match decode(entry) {
+                    Some(leased) => taken.push(leased),
+                    None => {
+                        // Not ours to run: a malformed entry would otherwise be retried
+                        // forever.
+                        tracing::error!(entry = %entry.id, "dropping a malformed queue entry");
+                        let agent = streams.iter().find(|a| stream.key == self.key(a));
+                        if let Some(agent) = agent {
+                            self.finish(agent, &entry.id).await?;
+                        }
+                    }
                 }
-                Ok(None)
             }
         }
+        Ok(taken)
     }
 
     async fn renew(&self, agent: &str, consumer: &str, entry_ids: &[String]) -> StoreResult<()> {
@@ -305,5 +326,62 @@ impl WorkQueue for RedisWorkQueue {
             .query_async(&mut conn)
             .await
             .map_err(backend)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::redis::testing::TestRedis;
+
+    fn item(agent: &str, n: usize) -> WorkItem {
+        WorkItem {
+            task_id: format!("{agent}-{n}"),
+            agent: agent.to_owned(),
+            owner: String::new(),
+            message: sb_protocol::Message::agent_text("work"),
+            turn_id: format!("turn-{agent}-{n}"),
+            redeliveries: 0,
+            traceparent: String::new(),
+        }
+    }
+
+    /// One read leases as many queued turns as the caller has room for, across its
+    /// agents, and never more (COUNT is per stream: a worker with room for one turn
+    /// and two agents with turns queued must not be leased two).
+    #[tokio::test]
+    async fn one_read_leases_up_to_max_turns_across_agents() {
+        let redis = TestRedis::shared();
+        let prefix = TestRedis::prefix("queue-batch");
+        let queue = RedisWorkQueue::connect(redis.url(), &prefix).await.unwrap();
+        for n in 0..5 {
+            assert!(queue.push(&item("a", n), 100).await.unwrap());
+        }
+        for n in 0..3 {
+            assert!(queue.push(&item("b", n), 100).await.unwrap());
+        }
+        let agents = ["a".to_owned(), "b".to_owned()];
+        let wait = Duration::from_millis(10);
+        let four = queue.take(&agents, "w", 4, wait).await.unwrap();
+        assert_eq!(four.len(), 4, "{four:?}");
+        let one = queue.take(&agents, "w", 1, wait).await.unwrap();
+        assert_eq!(one.len(), 1, "{one:?}");
+        let rest = queue.take(&agents, "w", 64, wait).await.unwrap();
+        assert_eq!(rest.len(), 3, "{rest:?}");
+        let mut tasks = Vec::new();
+        for leased in four.iter().chain(&one).chain(&rest) {
+            assert!(
+                queue
+                    .is_leased(&leased.item.agent, &leased.entry_id)
+                    .await
+                    .unwrap()
+            );
+            tasks.push(leased.item.task_id.clone());
+        }
+        tasks.sort();
+        tasks.dedup();
+        assert_eq!(tasks.len(), 8, "every turn taken once: {tasks:?}");
+        assert!(queue.take(&agents, "w", 64, wait).await.unwrap().is_empty());
     }
 }

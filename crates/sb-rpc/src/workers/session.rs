@@ -50,6 +50,9 @@ impl Drop for Lease {
 
 type Sessions = Arc<Mutex<HashMap<String, Running>>>;
 
+/// Turns taken from the queue in one read at most.
+const TAKE_BATCH: usize = 64;
+
 /// One connected worker.
 pub(super) struct Session {
     hub: Arc<Inner>,
@@ -119,23 +122,46 @@ impl Session {
         let commands = self.commands.clone();
         async move {
             loop {
-                let Ok(permit) = permits.clone().acquire_owned().await else {
+                // Room for one turn at least, then for as many as are free (up to a batch):
+                // one read leases them all, and they are handed over concurrently, so a
+                // queue backlog drains at the worker's pace, not one round trip per turn.
+                let Ok(mut room) = permits.clone().acquire_owned().await else {
                     return;
                 };
+                let more = permits.available_permits().min(TAKE_BATCH - 1);
+                if more > 0
+                    && let Ok(extra) = permits.clone().try_acquire_many_owned(more as u32)
+                {
+                    room.merge(extra);
+                }
+                let max = room.num_permits();
                 let leased = match hub
                     .queue
-                    .take(&agents, &consumer, Duration::from_secs(2))
+                    .take(&agents, &consumer, max, Duration::from_secs(2))
                     .await
                 {
-                    Ok(Some(leased)) => leased,
-                    Ok(None) => continue,
+                    Ok(leased) => leased,
                     Err(e) => {
                         tracing::error!(error = %e, "cannot take turns from the queue");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                         continue;
                     }
                 };
-                if !assign(&hub, leased, permit, &running, &commands).await {
+                // One permit per turn; the ones left over are released with `room`.
+                let mut handing = Vec::with_capacity(leased.len());
+                for leased in leased {
+                    match room.split(1) {
+                        Some(permit) => {
+                            handing.push(assign(&hub, leased, permit, &running, &commands))
+                        }
+                        None => tracing::error!(
+                            task_id = %leased.item.task_id,
+                            "the queue leased more turns than asked for; leaving one to be reclaimed"
+                        ),
+                    }
+                }
+                let handed = futures::future::join_all(handing).await;
+                if handed.contains(&false) {
                     return;
                 }
             }
