@@ -251,7 +251,7 @@ mod tests {
         let events: Vec<StoredEvent> = tasks.events_after(&id, 1, 10).await.unwrap();
         let updates: Vec<(String, bool, bool)> = events
             .iter()
-            .filter_map(|e| match &e.event {
+            .filter_map(|e| match &*e.event {
                 StreamResponse::ArtifactUpdate(u) => Some((
                     u.artifact.parts[0].as_text().unwrap_or_default().to_owned(),
                     u.append,

@@ -18,7 +18,8 @@ use crate::AppState;
 #[derive(Clone, Debug)]
 pub struct Frame {
     pub seq: u64,
-    pub event: StreamResponse,
+    /// Shared with the bus and every other stream of the task.
+    pub event: std::sync::Arc<StreamResponse>,
     /// The event's 1.0 JSON, shared with every other stream sending the same event.
     pub json: sb_store::EventJson,
 }
@@ -190,7 +191,7 @@ pub async fn send_streaming(
         Started::Reply(message) => {
             let frame = Frame {
                 seq: 0,
-                event: StreamResponse::Message(*message),
+                event: StreamResponse::Message(*message).into(),
                 json: Default::default(),
             };
             Ok(futures::stream::once(async move { Ok(frame) }).boxed())
@@ -219,7 +220,7 @@ fn frames_after(state: &AppState, task_id: &str, after: u64) -> FrameStream {
 fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>) -> FrameStream {
     let first = Frame {
         seq: record.seq,
-        event: StreamResponse::Task(record.task.with_history_limit(limit)),
+        event: StreamResponse::Task(record.task.with_history_limit(limit)).into(),
         json: Default::default(),
     };
     let live = frames_after(state, &record.task.id, record.seq);
@@ -350,7 +351,7 @@ pub async fn subscribe(
             .insert(RESUME_EXTENSION.into(), marker);
         let reset = Frame {
             seq: record.seq,
-            event: StreamResponse::Task(task),
+            event: StreamResponse::Task(task).into(),
             json: Default::default(),
         };
         let head = futures::stream::once(async move { Ok(reset) });
@@ -381,7 +382,8 @@ pub async fn subscribe(
 /// activated the extension (and gRPC later, which has no SSE id).
 pub fn tag_with_seq(mut frame: Frame) -> Frame {
     let seq = frame.seq;
-    let metadata = match &mut frame.event {
+    // Copied for this stream alone: the shared event stays untagged.
+    let metadata = match std::sync::Arc::make_mut(&mut frame.event) {
         StreamResponse::Task(task) => &mut task.metadata,
         StreamResponse::StatusUpdate(ev) => &mut ev.metadata,
         StreamResponse::ArtifactUpdate(ev) => &mut ev.metadata,
@@ -545,4 +547,43 @@ pub fn extended_card(
         Version::V0_3 => &entry.merged,
     };
     serde_json::from_str(&rendered.json).map_err(|e| A2AError::internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagging_a_stream_leaves_the_shared_event_alone() {
+        let status = TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            metadata: None,
+        };
+        let shared = std::sync::Arc::new(StreamResponse::StatusUpdate(status));
+        let frame = Frame {
+            seq: 3,
+            event: shared.clone(),
+            json: Default::default(),
+        };
+        let untagged_json = frame.json.clone();
+        let tagged = tag_with_seq(frame);
+        let StreamResponse::StatusUpdate(ev) = &*tagged.event else {
+            panic!("still a status update");
+        };
+        let marker = ev.metadata.as_ref().and_then(|m| m.get(RESUME_EXTENSION));
+        assert_eq!(marker, Some(&serde_json::json!({"seq": 3})));
+        // Every other stream of the task shares `shared`: it must not carry the tag.
+        let StreamResponse::StatusUpdate(original) = &*shared else {
+            panic!("still a status update");
+        };
+        assert!(original.metadata.is_none());
+        // Nor the JSON made once for all the streams.
+        assert!(!untagged_json.render(&shared).contains(RESUME_EXTENSION));
+    }
 }

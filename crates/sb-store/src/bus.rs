@@ -138,7 +138,7 @@ mod tests {
         StoredEvent {
             task_id: task.into(),
             seq,
-            event: StreamResponse::Message(Message::agent_text("x")),
+            event: StreamResponse::Message(Message::agent_text("x")).into(),
             traceparent: None,
             json: Default::default(),
         }

@@ -29,12 +29,13 @@ impl TaskRecord {
     }
 }
 
-/// One event of a task's log, with its per-task sequence number.
+/// One event of a task's log, with its per-task sequence number. Cheap to clone: every
+/// subscriber of a task receives a clone, and the event itself is shared, not copied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredEvent {
     pub task_id: String,
     pub seq: u64,
-    pub event: StreamResponse,
+    pub event: std::sync::Arc<StreamResponse>,
     /// W3C trace context of the request that caused the event, so whoever handles it
     /// later and elsewhere (the webhook dispatcher) continues that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,7 +231,7 @@ mod event_json_tests {
         let event = StoredEvent {
             task_id: "t".into(),
             seq: 1,
-            event: StreamResponse::Message(Message::agent_text("hi")),
+            event: StreamResponse::Message(Message::agent_text("hi")).into(),
             traceparent: None,
             json: EventJson::default(),
         };

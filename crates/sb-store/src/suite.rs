@@ -51,7 +51,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
         events: vec![StoredEvent {
             task_id: id.to_owned(),
             seq,
-            event,
+            event: event.into(),
             traceparent: None,
             json: Default::default(),
         }],

@@ -115,7 +115,7 @@ pub fn apply(
     let event = StoredEvent {
         task_id: next.task.id.clone(),
         seq: next.seq,
-        event,
+        event: event.into(),
         traceparent: sb_telemetry::traceparent(),
         json: Default::default(),
     };

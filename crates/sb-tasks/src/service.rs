@@ -226,7 +226,7 @@ impl TaskService for LocalTaskService {
         let event = StoredEvent {
             task_id: task_id.clone(),
             seq: 1,
-            event: StreamResponse::Task(task),
+            event: StreamResponse::Task(task).into(),
             traceparent: sb_telemetry::traceparent(),
             json: Default::default(),
         };

@@ -431,8 +431,9 @@ impl Inner {
     /// task in 0.3 JSON, as the 0.3 SDKs send it (digest §7.3).
     async fn body(&self, record: &PushConfigRecord, event: &StoredEvent) -> Option<Vec<u8>> {
         let json = match Version::from(record.version) {
-            Version::V1_0 => serde_json::to_value(&event.event).ok()?,
-            Version::V0_3 => match &event.event {
+            // The event's JSON, made once for its streams and deliveries alike.
+            Version::V1_0 => return Some(event.json.render(&event.event).as_bytes().to_vec()),
+            Version::V0_3 => match &*event.event {
                 StreamResponse::Task(task) => v03::task_to_v03(task, Dialect03::KindJson),
                 _ => {
                     let current = self.tasks.get(&event.task_id).await.ok().flatten()?;
