@@ -75,7 +75,15 @@ impl Context {
             .find_map(|l| l.strip_prefix("model name"))
             .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
             .unwrap_or_else(|| "unknown CPU".to_owned());
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The machine's cores, not this process's: the load generator runs pinned to one.
+        let cores = match cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count()
+        {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         let bin = switchboard_bin.to_string_lossy();
         Context {
             command: command.to_owned(),
