@@ -555,17 +555,11 @@ mod tests {
 
     #[test]
     fn tagging_a_stream_leaves_the_shared_event_alone() {
-        let status = TaskStatusUpdateEvent {
-            task_id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: None,
-            },
-            metadata: None,
-        };
-        let shared = std::sync::Arc::new(StreamResponse::StatusUpdate(status));
+        let working = serde_json::json!({"statusUpdate": {
+            "taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}
+        }});
+        let shared: std::sync::Arc<StreamResponse> =
+            std::sync::Arc::new(serde_json::from_value(working).unwrap());
         let frame = Frame {
             seq: 3,
             event: shared.clone(),

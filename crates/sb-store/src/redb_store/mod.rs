@@ -489,14 +489,20 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn running_tasks_answer_from_memory_and_stay_exact() {
+    /// A fresh store in its own directory, holding task `task_id` at seq 1.
+    async fn store_with_task(task_id: &str) -> (tempfile::TempDir, RedbStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
         store
-            .commit(crate::suite::new_commit("t1", 0, 1))
+            .commit(crate::suite::new_commit(task_id, 0, 1))
             .await
             .unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn running_tasks_answer_from_memory_and_stay_exact() {
+        let (_dir, store) = store_with_task("t1").await;
         assert!(
             store.hot.read().records.contains_key("t1"),
             "a running task is cached"
@@ -524,10 +530,9 @@ mod tests {
 
     #[tokio::test]
     async fn recent_events_answer_from_memory_without_a_gap() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+        let (_dir, store) = store_with_task("t1").await;
         let last = RECENT_EVENTS as u64 + 4;
-        for seq in 1..=last {
+        for seq in 2..=last {
             let commit = crate::suite::new_commit("t1", seq - 1, seq);
             store.commit(commit).await.unwrap();
         }
@@ -546,12 +551,7 @@ mod tests {
 
     #[tokio::test]
     async fn cached_push_configs_follow_every_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
-        store
-            .commit(crate::suite::new_commit("t1", 0, 1))
-            .await
-            .unwrap();
+        let (_dir, store) = store_with_task("t1").await;
         let ids = |configs: Vec<PushConfigRecord>| {
             configs
                 .into_iter()
