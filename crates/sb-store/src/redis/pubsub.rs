@@ -150,54 +150,34 @@ impl PubSub {
         attach: impl Fn(&mut Route) -> Option<T>,
     ) -> StoreResult<T> {
         let mut control = self.control.lock().await;
-        // Channels nobody watches any more go in the same round trip as this
-        // subscription (the lock is held for one round trip, not two).
-        let mut idle = self.idle_channels(&control, Some(&channel));
-        let watched = self
-            .attach_or_subscribe(&mut control, &channel, new, attach, &mut idle)
-            .await;
-        unsubscribe(idle.take()).await;
-        watched
-    }
-
-    async fn attach_or_subscribe<T>(
-        &self,
-        control: &mut Control,
-        channel: &str,
-        new: impl Fn() -> Route,
-        attach: impl Fn(&mut Route) -> Option<T>,
-        idle: &mut Option<Idle>,
-    ) -> StoreResult<T> {
+        self.sweep(&mut control).await;
         // A connection can break between being checked and being used; try a fresh one
         // once before giving up.
         for _ in 0..2 {
-            let (generation, mut sink) = self.connection(control).await?;
+            let (generation, mut sink) = self.connection(&mut control).await?;
             let watcher = {
                 let mut routes = self.routes.lock();
                 if routes.live != Some(generation) {
                     drop(routes);
-                    self.drop_connection(control);
+                    self.drop_connection(&mut control);
                     continue;
                 }
-                if let Some(route) = routes.channels.get_mut(channel) {
+                if let Some(route) = routes.channels.get_mut(&channel) {
                     // Present under `control` means confirmed.
-                    return attach(route).ok_or_else(|| mixed_up(channel));
+                    return attach(route).ok_or_else(|| mixed_up(&channel));
                 }
                 // Routed before SUBSCRIBE, so the first message after the confirmation
                 // already finds its way.
                 let mut route = new();
-                let watcher = attach(&mut route).ok_or_else(|| mixed_up(channel))?;
-                routes.channels.insert(channel.to_owned(), route);
+                let watcher = attach(&mut route).ok_or_else(|| mixed_up(&channel))?;
+                routes.channels.insert(channel.clone(), route);
                 watcher
             };
-            // `channel` is never among the idle ones, so the order of the two does not
-            // matter; both are confirmed before this returns.
-            let (_, subscribed) = futures::join!(unsubscribe(idle.take()), sink.subscribe(channel));
-            match subscribed {
+            match sink.subscribe(&channel).await {
                 Ok(()) => return Ok(watcher),
                 Err(e) => {
-                    self.routes.lock().channels.remove(channel);
-                    self.drop_connection(control);
+                    self.routes.lock().channels.remove(&channel);
+                    self.drop_connection(&mut control);
                     return Err(backend_error(&self.place, "subscribe", &e));
                 }
             }
@@ -284,46 +264,32 @@ impl PubSub {
 
     /// Unsubscribes the channels nobody watches any more.
     async fn sweep(&self, control: &mut Control) {
-        unsubscribe(self.idle_channels(control, None)).await;
-    }
-
-    /// Takes the routes of the live connection that nobody watches any more (except
-    /// `keep`'s), for [`unsubscribe`].
-    fn idle_channels(&self, control: &Control, keep: Option<&str>) -> Option<Idle> {
-        let conn = control.conn.as_ref()?;
-        let mut routes = self.routes.lock();
-        if routes.live != Some(conn.generation) {
-            return None;
-        }
-        let mut idle = Vec::new();
-        routes.channels.retain(|channel, route| {
-            let watched = Some(channel.as_str()) == keep || route.watched();
-            if !watched {
-                idle.push(channel.clone());
+        let Some(conn) = &control.conn else {
+            return;
+        };
+        let idle: Vec<String> = {
+            let mut routes = self.routes.lock();
+            if routes.live != Some(conn.generation) {
+                return;
             }
-            watched
-        });
-        (!idle.is_empty()).then(|| Idle {
-            sink: conn.sink.clone(),
-            channels: idle,
-        })
-    }
-}
-
-/// Channels to unsubscribe, on the connection they were subscribed on.
-struct Idle {
-    sink: PubSubSink,
-    channels: Vec<String>,
-}
-
-async fn unsubscribe(idle: Option<Idle>) {
-    let Some(Idle { mut sink, channels }) = idle else {
-        return;
-    };
-    if let Err(e) = sink.unsubscribe(&channels).await {
-        // The reader notices a broken connection; anything else only costs messages
-        // that no route wants.
-        tracing::debug!(error = %e, "redis unsubscribe failed");
+            let mut idle = Vec::new();
+            routes.channels.retain(|channel, route| {
+                let watched = route.watched();
+                if !watched {
+                    idle.push(channel.clone());
+                }
+                watched
+            });
+            idle
+        };
+        if idle.is_empty() {
+            return;
+        }
+        if let Err(e) = conn.sink.clone().unsubscribe(&idle).await {
+            // The reader notices a broken connection; anything else only costs messages
+            // that no route wants.
+            tracing::debug!(error = %e, "redis unsubscribe failed");
+        }
     }
 }
 

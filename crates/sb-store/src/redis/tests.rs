@@ -72,36 +72,6 @@ async fn receivers_of_a_task_share_one_redis_subscription_released_when_gone() {
     assert_eq!(numsub(redis, &channel).await, 1);
 }
 
-/// A subscription sweeps idle channels in the same round trip, except the one it is
-/// about to watch again, which must stay subscribed and keep delivering.
-#[tokio::test]
-async fn watching_an_idle_channel_again_keeps_it_subscribed() {
-    let redis = TestRedis::shared();
-    let (store, bus, prefix) = pair(redis, "again").await;
-    let (channel, other) = (format!("{prefix}ev:t"), format!("{prefix}ev:x"));
-    let idle = (
-        bus.subscribe("x").await.unwrap(),
-        bus.subscribe("t").await.unwrap(),
-    );
-    drop(idle);
-    assert_eq!(numsub(redis, &other).await, 1);
-    let mut rx = bus.subscribe("t").await.unwrap();
-    assert_eq!(
-        numsub(redis, &other).await,
-        0,
-        "swept with the subscription"
-    );
-    assert_eq!(numsub(redis, &channel).await, 1, "kept");
-    store.commit(new_commit("t", 0, 1)).await.unwrap();
-    assert_eq!(timeout(WAIT, rx.recv()).await.unwrap().unwrap().seq, 1);
-    // A new channel while another idles: one unsubscribed, the other subscribed.
-    drop(rx);
-    let mut y = bus.subscribe("y").await.unwrap();
-    assert_eq!(numsub(redis, &channel).await, 0);
-    store.commit(new_commit("y", 0, 1)).await.unwrap();
-    assert_eq!(timeout(WAIT, y.recv()).await.unwrap().unwrap().seq, 1);
-}
-
 #[tokio::test]
 async fn a_killed_pubsub_connection_closes_receivers_and_subscribe_recovers() {
     // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
