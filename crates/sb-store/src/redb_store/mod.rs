@@ -133,11 +133,11 @@ impl Hot {
     }
 
     /// The task's configs: `Some` when known without a read.
-    fn push_configs(&self, task_id: &str) -> Option<Vec<PushConfigRecord>> {
+    fn push_configs(&self, task_id: &str) -> Option<&[PushConfigRecord]> {
         if !self.with_push.contains(task_id) {
-            return Some(Vec::new());
+            return Some(&[]);
         }
-        self.push.get(task_id).cloned()
+        self.push.get(task_id).map(Vec::as_slice)
     }
 }
 
@@ -337,8 +337,9 @@ impl PushConfigStore for RedbStore {
     ) -> StoreResult<Option<PushConfigRecord>> {
         if let Some(configs) = self.hot.read().push_configs(task_id) {
             return Ok(configs
-                .into_iter()
-                .find(|c| c.config.id.as_deref().unwrap_or_default() == config_id));
+                .iter()
+                .find(|c| c.config.id.as_deref().unwrap_or_default() == config_id)
+                .cloned());
         }
         let key = (task_id.to_owned(), config_id.to_owned());
         self.read(move |txn| {
@@ -356,7 +357,7 @@ impl PushConfigStore for RedbStore {
 
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
         if let Some(configs) = self.hot.read().push_configs(task_id) {
-            return Ok(configs);
+            return Ok(configs.to_vec());
         }
         let task_id = task_id.to_owned();
         self.read(move |txn| {
