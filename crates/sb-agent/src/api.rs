@@ -7,6 +7,8 @@ use async_trait::async_trait;
 use sb_protocol::card::AgentSkill;
 use sb_protocol::*;
 use sb_tasks::{TaskService, TaskUpdate};
+
+use crate::outbox::Outbox;
 use tokio_util::sync::CancellationToken;
 
 /// What the card says about an agent.
@@ -69,10 +71,16 @@ impl TaskContext {
 
 /// Reports an agent's progress on one task. Every call is one transition of the task
 /// state machine; after the task ends (including by cancellation) calls fail.
+///
+/// Progress (working, artifacts, streamed text) is pipelined: the call returns once the
+/// update is queued, and what queues up while one commit is under way goes into the
+/// next one (see [`crate::outbox`]). A call that ends the turn (complete, fail, reject,
+/// input or auth required) returns once it and everything before it is durable, with
+/// the task as stored. A progress update the task service refuses (the task was
+/// canceled meanwhile, say) is reported by the next call.
 #[derive(Clone, Debug)]
 pub struct Reporter {
-    tasks: Arc<dyn TaskService>,
-    task_id: String,
+    outbox: Arc<Outbox>,
     kept_open: Arc<AtomicBool>,
     /// Set once the agent reported a final or waiting state (the end of its turn).
     ended: Arc<AtomicBool>,
@@ -84,8 +92,7 @@ pub struct Reporter {
 impl Reporter {
     pub fn new(tasks: Arc<dyn TaskService>, task_id: String) -> Reporter {
         Reporter {
-            tasks,
-            task_id,
+            outbox: Arc::new(Outbox::new(tasks, task_id)),
             kept_open: Arc::new(AtomicBool::new(false)),
             ended: Arc::new(AtomicBool::new(false)),
             streamed: Arc::default(),
@@ -101,7 +108,7 @@ impl Reporter {
         artifact_id: &str,
         name: &str,
         delta: &str,
-    ) -> Result<Task, A2AError> {
+    ) -> Result<(), A2AError> {
         let first = {
             let mut streamed = self.streamed.lock();
             let entry = streamed.entry(artifact_id.to_owned());
@@ -128,16 +135,21 @@ impl Reporter {
     }
 
     pub fn task_id(&self) -> &str {
-        &self.task_id
+        self.outbox.task_id()
     }
 
-    async fn status(&self, state: TaskState, text: Option<String>) -> Result<Task, A2AError> {
+    /// Waits until every update reported so far is durable; returns a refusal not yet
+    /// reported. The host calls it when a turn returns.
+    pub async fn flush(&self) -> Result<(), A2AError> {
+        self.outbox.flush().await
+    }
+
+    /// A state that ends the turn: waits until it is durable.
+    async fn end_turn(&self, state: TaskState, text: Option<String>) -> Result<Task, A2AError> {
         let message = text.map(Message::agent_text);
         let update = TaskUpdate::Status { state, message };
-        let task = self.tasks.update(&self.task_id, update).await?.task;
-        if state.is_terminal() || state.is_interrupted() {
-            self.ended.store(true, Ordering::SeqCst);
-        }
+        let task = self.outbox.send_and_wait(update).await?;
+        self.ended.store(true, Ordering::SeqCst);
         Ok(task)
     }
 
@@ -149,8 +161,13 @@ impl Reporter {
     }
 
     /// Working, with an optional progress message (kept on the task as its status).
-    pub async fn working(&self, progress: Option<String>) -> Result<Task, A2AError> {
-        self.status(TaskState::Working, progress).await
+    pub async fn working(&self, progress: Option<String>) -> Result<(), A2AError> {
+        let message = progress.map(Message::agent_text);
+        let update = TaskUpdate::Status {
+            state: TaskState::Working,
+            message,
+        };
+        self.outbox.send(update).await.map(drop)
     }
 
     /// Adds an artifact chunk: `append` extends the artifact with the same id.
@@ -159,23 +176,25 @@ impl Reporter {
         artifact: Artifact,
         append: bool,
         last_chunk: bool,
-    ) -> Result<Task, A2AError> {
+    ) -> Result<(), A2AError> {
+        sb_tasks::lifecycle::check_artifact(&artifact, self.task_id())?;
         let update = TaskUpdate::Artifact {
             artifact,
             append,
             last_chunk,
         };
-        Ok(self.tasks.update(&self.task_id, update).await?.task)
+        self.outbox.send(update).await.map(drop)
     }
 
     /// Asks the user a question; the task waits in input-required for the answer.
     pub async fn input_required(&self, question: String) -> Result<Task, A2AError> {
-        self.status(TaskState::InputRequired, Some(question)).await
+        self.end_turn(TaskState::InputRequired, Some(question))
+            .await
     }
 
     /// Says what authorization is needed; the task waits in auth-required.
     pub async fn auth_required(&self, explanation: String) -> Result<Task, A2AError> {
-        self.status(TaskState::AuthRequired, Some(explanation))
+        self.end_turn(TaskState::AuthRequired, Some(explanation))
             .await
     }
 
@@ -187,15 +206,15 @@ impl Reporter {
             self.artifact(text_artifact(&artifact_id, &name, text), false, true)
                 .await?;
         }
-        self.status(TaskState::Completed, message).await
+        self.end_turn(TaskState::Completed, message).await
     }
 
     pub async fn fail(&self, reason: String) -> Result<Task, A2AError> {
-        self.status(TaskState::Failed, Some(reason)).await
+        self.end_turn(TaskState::Failed, Some(reason)).await
     }
 
     pub async fn reject(&self, reason: String) -> Result<Task, A2AError> {
-        self.status(TaskState::Rejected, Some(reason)).await
+        self.end_turn(TaskState::Rejected, Some(reason)).await
     }
 }
 

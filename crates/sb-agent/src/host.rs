@@ -80,6 +80,11 @@ impl AgentHost {
                 result = agent.execute(ctx, reporter) => Some(result),
                 () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
             };
+            // What the agent reported must be durable, or refused, before its turn is judged.
+            let outcome = match outcome {
+                Some(Ok(())) => Some(kept_open.flush().await.map_err(AgentError::from)),
+                other => other,
+            };
             watcher.abort();
             if !(kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())))) {
                 settle(&*tasks, &task_id, outcome).await;

@@ -47,9 +47,20 @@ pub fn apply(
     now: DateTime<Utc>,
 ) -> Result<(TaskRecord, StoredEvent), A2AError> {
     let mut next = record.clone();
-    let task_id = record.task.id.clone();
-    let context_id = record.task.context_id.clone();
-    let from = record.state();
+    let event = apply_in_place(&mut next, update, now)?;
+    Ok((next, event))
+}
+
+/// [`apply`] without the copy: `next` advances, or stays as it was on an error (every
+/// check comes before the first change).
+pub fn apply_in_place(
+    next: &mut TaskRecord,
+    update: TaskUpdate,
+    now: DateTime<Utc>,
+) -> Result<StoredEvent, A2AError> {
+    let task_id = next.task.id.clone();
+    let context_id = next.task.context_id.clone();
+    let from = next.state();
     let event = match update {
         TaskUpdate::Status { state, message } => {
             if !transition_allowed(from, state) {
@@ -93,13 +104,7 @@ pub fn apply(
                 )
                 .with_task(&task_id));
             }
-            if artifact.artifact_id.is_empty() || artifact.parts.is_empty() {
-                return Err(A2AError::new(
-                    ErrorKind::InvalidAgentResponse,
-                    "an artifact needs an artifactId and at least one part",
-                )
-                .with_task(&task_id));
-            }
+            check_artifact(&artifact, &task_id)?;
             merge_artifact(&mut next.task.artifacts, artifact.clone(), append);
             StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                 task_id,
@@ -111,15 +116,26 @@ pub fn apply(
             })
         }
     };
-    next.seq = record.seq + 1;
-    let event = StoredEvent {
+    next.seq += 1;
+    Ok(StoredEvent {
         task_id: next.task.id.clone(),
         seq: next.seq,
         event: event.into(),
         traceparent: sb_telemetry::traceparent(),
         json: Default::default(),
-    };
-    Ok((next, event))
+    })
+}
+
+/// What an artifact needs whatever state its task is in.
+pub fn check_artifact(artifact: &Artifact, task_id: &str) -> Result<(), A2AError> {
+    if artifact.artifact_id.is_empty() || artifact.parts.is_empty() {
+        return Err(A2AError::new(
+            ErrorKind::InvalidAgentResponse,
+            "an artifact needs an artifactId and at least one part",
+        )
+        .with_task(task_id));
+    }
+    Ok(())
 }
 
 fn illegal(task_id: &str, from: TaskState, to: TaskState) -> A2AError {

@@ -43,7 +43,11 @@ impl Drop for Telemetry {
 pub fn init(service: &str) -> Telemetry {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour codes only for a person at a terminal, not in log files and collectors.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_default();
     let provider = if endpoint.is_empty() {
         None

@@ -651,6 +651,28 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
     }
     eprintln!("two replicas: completion won {completions} races, cancel won {cancels}");
     assert_eq!(completions + cancels, 1000);
+
+    // Several updates in one call are one commit over the wire too: all or none.
+    let new = NewTask {
+        scope: scope.clone(),
+        message: Message {
+            role: Role::User,
+            ..Message::agent_text("batch")
+        },
+        metadata: None,
+    };
+    let id = replicas[0].create(new).await.unwrap().task.id;
+    let status = |state| TaskUpdate::Status {
+        state,
+        message: None,
+    };
+    let illegal = vec![status(TaskState::Completed), status(TaskState::Working)];
+    let refused = replicas[1].update_all(&id, illegal).await.unwrap_err();
+    assert!(refused.message.contains("cannot move"), "{refused:?}");
+    assert_eq!(replicas[0].events_after(&id, 0, 10).await.unwrap().len(), 1);
+    let legal = vec![status(TaskState::Working), status(TaskState::Completed)];
+    let done = replicas[1].update_all(&id, legal).await.unwrap();
+    assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
 }
 
 /// One trace from the client's request through gateway, task-state, worker, fan-out and

@@ -129,6 +129,25 @@ impl TaskService for TaskStateClient {
             expected_states: Vec::new(),
             assignment_id: self.turn_fields().0,
             agent: self.turn_fields().1,
+            more_updates_json: Vec::new(),
+        };
+        record_from(once!(self, update, message)?.record)
+    }
+
+    async fn update_all(&self, task_id: &str, updates: Vec<TaskUpdate>) -> TaskResult<TaskRecord> {
+        let mut encoded = updates.iter().map(to_json);
+        let Some(first) = encoded.next() else {
+            return Err(A2AError::invalid_params(
+                "update_all needs at least one update",
+            ));
+        };
+        let message = pb::UpdateTaskRequest {
+            task_id: task_id.to_owned(),
+            update_json: first,
+            expected_states: Vec::new(),
+            assignment_id: self.turn_fields().0,
+            agent: self.turn_fields().1,
+            more_updates_json: encoded.collect(),
         };
         record_from(once!(self, update, message)?.record)
     }
@@ -145,6 +164,7 @@ impl TaskService for TaskStateClient {
             expected_states: states_pb(expected),
             assignment_id: self.turn_fields().0,
             agent: self.turn_fields().1,
+            more_updates_json: Vec::new(),
         };
         match once!(self, update, message)?.record {
             Some(record) => record_from(Some(record)).map(Some),

@@ -119,7 +119,18 @@ impl pb::task_state_server::TaskState for TaskStateServer {
         let result = async {
             self.check_lease(&req).await?;
             let update: TaskUpdate = from_json(&req.update_json, "task update")?;
-            let record = if req.expected_states.is_empty() {
+            let record = if !req.more_updates_json.is_empty() {
+                if !req.expected_states.is_empty() {
+                    return Err(A2AError::invalid_params(
+                        "more_updates_json cannot be combined with expected_states",
+                    ));
+                }
+                let mut updates = vec![update];
+                for json in &req.more_updates_json {
+                    updates.push(from_json(json, "task update")?);
+                }
+                Some(self.tasks.update_all(&req.task_id, updates).await?)
+            } else if req.expected_states.is_empty() {
                 Some(self.tasks.update(&req.task_id, update).await?)
             } else {
                 let expected = states_from(&req.expected_states)?;

@@ -173,6 +173,12 @@ fn start_turn(
                     result = agent.execute(ctx, reporter) => Some(result),
                     () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
                 };
+                // What the agent reported must be durable, or refused, before the turn
+                // is reported over.
+                let outcome = match outcome {
+                    Some(Ok(())) => Some(kept.flush().await.map_err(AgentError::from)),
+                    other => other,
+                };
                 match outcome {
                     Some(Ok(())) => (kept.settled_by_agent(), String::new()),
                     Some(Err(AgentError(e))) => (false, e),

@@ -1,0 +1,343 @@
+//! A reporter's outbox: an agent's updates to one task, committed in order by a
+//! background committer that writes whatever has queued up as one atomic commit
+//! ([`TaskService::update_all`]).
+//!
+//! An agent that reports faster than the store makes a write durable (a streaming
+//! model emitting tokens, the echo agent's three updates in a row) then pays one
+//! durable write per burst instead of one per update. Nothing is seen early: the task
+//! service publishes events only once their commit is durable.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use sb_protocol::{A2AError, ErrorKind, Task};
+use sb_tasks::{TaskService, TaskUpdate};
+use tokio::sync::watch;
+use tracing::Instrument;
+
+/// Updates queued at most; a caller past it waits for the committer (backpressure).
+const MAX_QUEUED: usize = 256;
+
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    tasks: Arc<dyn TaskService>,
+    task_id: String,
+    state: Mutex<State>,
+    /// Bumped after every commit round, for callers waiting on one.
+    rounds: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queued: Vec<TaskUpdate>,
+    /// Ordinal of the latest update queued (1 for the first).
+    last_queued: u64,
+    /// Ordinal of the latest update a finished commit round took.
+    done_through: u64,
+    /// A committer task is running (it runs until the queue is empty).
+    committing: bool,
+    /// Why a queued update was refused, for the next caller. The updates queued after
+    /// it were dropped: the agent would have stopped at the error had it waited.
+    refused: Option<A2AError>,
+    /// The task as the last successful round stored it.
+    stored: Option<Task>,
+}
+
+impl Outbox {
+    pub(crate) fn new(tasks: Arc<dyn TaskService>, task_id: String) -> Outbox {
+        Outbox {
+            tasks,
+            task_id,
+            state: Mutex::default(),
+            rounds: watch::Sender::new(0),
+        }
+    }
+
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// Queues `update` and returns without waiting for it to be durable. A refusal of
+    /// an earlier update is returned instead (and this update is not queued).
+    pub(crate) async fn send(self: &Arc<Self>, update: TaskUpdate) -> Result<u64, A2AError> {
+        let mut update = Some(update);
+        loop {
+            let mut rounds = self.rounds.subscribe();
+            {
+                let mut state = self.state.lock();
+                if let Some(err) = state.refused.take() {
+                    return Err(err);
+                }
+                if state.queued.len() < MAX_QUEUED {
+                    state.queued.extend(update.take());
+                    state.last_queued += 1;
+                    if !state.committing {
+                        state.committing = true;
+                        // The commits belong to the agent's turn: its trace, its span.
+                        let committer = self.clone().commit_queued();
+                        tokio::spawn(committer.instrument(tracing::Span::current()));
+                    }
+                    return Ok(state.last_queued);
+                }
+            }
+            if rounds.changed().await.is_err() {
+                return Err(committer_gone());
+            }
+        }
+    }
+
+    /// Queues `update` and waits until it is durable: the task as stored then.
+    pub(crate) async fn send_and_wait(
+        self: &Arc<Self>,
+        update: TaskUpdate,
+    ) -> Result<Task, A2AError> {
+        let ordinal = self.send(update).await?;
+        self.wait_for(ordinal).await?;
+        self.state.lock().stored.clone().ok_or_else(committer_gone)
+    }
+
+    /// Waits until every update queued so far is durable; returns a refusal not yet
+    /// reported.
+    pub(crate) async fn flush(&self) -> Result<(), A2AError> {
+        let last = self.state.lock().last_queued;
+        self.wait_for(last).await
+    }
+
+    async fn wait_for(&self, ordinal: u64) -> Result<(), A2AError> {
+        loop {
+            let mut rounds = self.rounds.subscribe();
+            {
+                let mut state = self.state.lock();
+                if let Some(err) = state.refused.take() {
+                    return Err(err);
+                }
+                if state.done_through >= ordinal {
+                    return Ok(());
+                }
+            }
+            if rounds.changed().await.is_err() {
+                return Err(committer_gone());
+            }
+        }
+    }
+
+    /// The committer: takes everything queued, commits it as one, until nothing is left.
+    async fn commit_queued(self: Arc<Self>) {
+        // The agent usually reports several updates in a row: let it queue them first.
+        tokio::task::yield_now().await;
+        loop {
+            let (batch, through) = {
+                let mut state = self.state.lock();
+                if state.queued.is_empty() {
+                    state.committing = false;
+                    break;
+                }
+                (std::mem::take(&mut state.queued), state.last_queued)
+            };
+            let outcome = self.commit(batch).await;
+            {
+                let mut state = self.state.lock();
+                match outcome {
+                    Ok(task) => state.stored = Some(task),
+                    Err(err) => {
+                        state.refused.get_or_insert(err);
+                        state.queued.clear();
+                        state.done_through = state.last_queued;
+                    }
+                }
+                state.done_through = state.done_through.max(through);
+            }
+            self.rounds.send_modify(|round| *round += 1);
+        }
+        self.rounds.send_modify(|round| *round += 1);
+    }
+
+    /// One atomic commit; when the service refuses it, the updates one by one, so the
+    /// ones before the refused update still apply, as if the agent had waited for each.
+    async fn commit(&self, batch: Vec<TaskUpdate>) -> Result<Task, A2AError> {
+        let single = batch.len() == 1;
+        let err = match self.tasks.update_all(&self.task_id, batch.clone()).await {
+            Ok(record) => return Ok(record.task),
+            Err(err) => err,
+        };
+        // An internal error may or may not have been applied (a lost reply): repeating
+        // the updates could apply them twice.
+        if single || err.kind == ErrorKind::Internal {
+            return Err(err);
+        }
+        let mut stored = None;
+        for update in batch {
+            stored = Some(self.tasks.update(&self.task_id, update).await?.task);
+        }
+        stored.ok_or(err)
+    }
+}
+
+fn committer_gone() -> A2AError {
+    A2AError::internal("the task's update committer stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+    use sb_protocol::{Message, Role, TaskState};
+    use sb_store::*;
+    use sb_tasks::{LocalTaskService, NewTask, Scope};
+
+    use super::*;
+
+    /// A memory store that counts commits.
+    #[derive(Debug, Default)]
+    struct CountingStore {
+        inner: MemoryStore,
+        commits: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl TaskStore for CountingStore {
+        async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+            self.inner.get(task_id).await
+        }
+        async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+            self.inner.commit(commit).await
+        }
+        async fn events_after(
+            &self,
+            id: &str,
+            after: u64,
+            n: usize,
+        ) -> StoreResult<Vec<StoredEvent>> {
+            self.inner.events_after(id, after, n).await
+        }
+        async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
+            self.inner.list(query).await
+        }
+        async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
+            self.inner.list_all().await
+        }
+        async fn delete(&self, task_id: &str) -> StoreResult<bool> {
+            self.inner.delete(task_id).await
+        }
+    }
+
+    /// A task service over a counting store, and a submitted task (one commit so far).
+    async fn task() -> (Arc<CountingStore>, Arc<LocalTaskService>, String) {
+        let store = Arc::new(CountingStore::default());
+        let tasks = Arc::new(LocalTaskService::new(
+            store.clone(),
+            Arc::new(LocalBus::new()),
+        ));
+        let new = NewTask {
+            scope: Scope {
+                agent: "a".into(),
+                owner: String::new(),
+            },
+            message: Message {
+                role: Role::User,
+                ..Message::agent_text("go")
+            },
+            metadata: None,
+        };
+        let id = tasks.create(new).await.unwrap().task.id;
+        (store, tasks, id)
+    }
+
+    fn status(state: TaskState) -> TaskUpdate {
+        TaskUpdate::Status {
+            state,
+            message: None,
+        }
+    }
+
+    async fn states(tasks: &LocalTaskService, id: &str) -> Vec<Option<TaskState>> {
+        let events = tasks.events_after(id, 1, 1000).await.unwrap();
+        events.iter().map(|e| e.event.state()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_updates_is_one_commit_in_order() {
+        let (store, tasks, id) = task().await;
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        let done = outbox
+            .send_and_wait(status(TaskState::Completed))
+            .await
+            .unwrap();
+        assert_eq!(done.status.state, TaskState::Completed);
+        assert_eq!(
+            store.commits.load(Ordering::SeqCst),
+            2,
+            "create, then one for all three"
+        );
+        let expected = [TaskState::Working, TaskState::Working, TaskState::Completed];
+        assert_eq!(states(&tasks, &id).await, expected.map(Some));
+    }
+
+    #[tokio::test]
+    async fn updates_before_a_refused_one_apply_and_later_ones_are_dropped() {
+        let (_store, tasks, id) = task().await;
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        for state in [
+            TaskState::Working,
+            TaskState::Completed,
+            TaskState::Working,
+            TaskState::Failed,
+        ] {
+            outbox.send(status(state)).await.unwrap();
+        }
+        let refused = outbox.flush().await.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::UnsupportedOperation, "{refused:?}");
+        assert!(
+            refused.message.contains("completed to working"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(
+            states(&tasks, &id).await,
+            [Some(TaskState::Working), Some(TaskState::Completed)]
+        );
+        // Reported once: the reporter goes on (and the task service keeps refusing).
+        outbox.flush().await.unwrap();
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        assert!(outbox.flush().await.is_err());
+    }
+
+    #[tokio::test]
+    async fn an_update_refused_after_a_cancel_is_reported_by_the_next_call() {
+        let (_store, tasks, id) = task().await;
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        tasks.cancel(&scope, &id).await.unwrap();
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        let err = outbox
+            .send_and_wait(status(TaskState::Completed))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::UnsupportedOperation, "{err:?}");
+        assert_eq!(states(&tasks, &id).await, [Some(TaskState::Canceled)]);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_waits_and_loses_nothing() {
+        let (store, tasks, id) = task().await;
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        let count = MAX_QUEUED * 2 + 10;
+        for _ in 0..count {
+            outbox.send(status(TaskState::Working)).await.unwrap();
+        }
+        outbox.flush().await.unwrap();
+        assert_eq!(states(&tasks, &id).await.len(), count);
+        let commits = store.commits.load(Ordering::SeqCst) - 1;
+        assert!(
+            (3..=4).contains(&commits),
+            "{count} updates took {commits} commits, at most {MAX_QUEUED} each"
+        );
+    }
+}
