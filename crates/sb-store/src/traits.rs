@@ -25,6 +25,23 @@ impl StoreError {
     }
 }
 
+/// The next event already waiting on an all-tasks receiver, without waiting (`None` when
+/// there is none): consumers take a burst of events per wake-up, not one each.
+pub fn next_ready(
+    events: &mut broadcast::Receiver<StoredEvent>,
+) -> Option<Result<StoredEvent, broadcast::error::RecvError>> {
+    use broadcast::error::{RecvError, TryRecvError};
+    match events.try_recv() {
+        Ok(event) => Some(Ok(event)),
+        Err(TryRecvError::Empty) => None,
+        Err(TryRecvError::Lagged(missed)) => Some(Err(RecvError::Lagged(missed))),
+        Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
+    }
+}
+
+/// Most events a consumer takes in one burst before it looks at its other work again.
+pub const BURST: usize = 256;
+
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>>;

@@ -198,22 +198,33 @@ impl DeadlineKeeper {
             };
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                received = events.recv() => match received {
-                    Ok(event) => {
-                        if let Some(timer) = self.timer_for_event(&event) {
-                            timers.set(timer);
+                received = events.recv() => {
+                    // The rest of a burst too before sleeping again: one timer
+                    // registration per burst, not per event.
+                    let (mut next, mut taken) = (Some(received), 0);
+                    while let Some(received) = next.take() {
+                        match received {
+                            Ok(event) => {
+                                if let Some(timer) = self.timer_for_event(&event) {
+                                    timers.set(timer);
+                                }
+                            }
+                            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                                // Timers of the missed events are lost: rebuild them from the store.
+                                tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
+                                if let Ok(records) = self.store.list_all().await {
+                                    timers = Timers::default();
+                                    records.iter().for_each(|r| timers.set(self.timer_for_record(r)));
+                                }
+                            }
+                            Err(broadcast::error::RecvError::Closed) => return,
+                        }
+                        taken += 1;
+                        if taken < sb_store::BURST {
+                            next = sb_store::next_ready(&mut events);
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        // Timers of the missed events are lost: rebuild them from the store.
-                        tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
-                        if let Ok(records) = self.store.list_all().await {
-                            timers = Timers::default();
-                            records.iter().for_each(|r| timers.set(self.timer_for_record(r)));
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
+                }
                 () = sleep => {
                     while let Some(timer) = timers.pop_due(Instant::now()) {
                         self.fire(timer).await;

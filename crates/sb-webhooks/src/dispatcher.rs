@@ -189,15 +189,33 @@ impl Dispatcher {
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,
-                    received = events.recv() => match received {
-                        Ok(event) => dispatcher.enqueue(event.task_id),
-                        Err(broadcast::error::RecvError::Lagged(missed)) => {
-                            // The log has what the bus dropped; the cursors say what is owed.
-                            tracing::warn!(missed, "webhook dispatcher fell behind the event bus; catching up from the log");
-                            dispatcher.catch_up_all().await;
+                    received = events.recv() => {
+                        // A catch-up delivers everything after the cursor: the events of a
+                        // burst need one per task, not one each.
+                        let mut tasks = std::collections::HashSet::new();
+                        let (mut next, mut taken, mut closed) = (Some(received), 0, false);
+                        while let Some(received) = next.take() {
+                            match received {
+                                Ok(event) => drop(tasks.insert(event.task_id)),
+                                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                                    // The log has what the bus dropped; the cursors say what is owed.
+                                    tracing::warn!(missed, "webhook dispatcher fell behind the event bus; catching up from the log");
+                                    dispatcher.catch_up_all().await;
+                                }
+                                Err(broadcast::error::RecvError::Closed) => closed = true,
+                            }
+                            taken += 1;
+                            if taken < sb_store::BURST && !closed {
+                                next = sb_store::next_ready(&mut events);
+                            }
                         }
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
+                        for task_id in tasks {
+                            dispatcher.enqueue(task_id);
+                        }
+                        if closed {
+                            break;
+                        }
+                    }
                 }
             }
         }))

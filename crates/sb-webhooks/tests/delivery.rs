@@ -469,3 +469,50 @@ async fn dead_letters_are_listed_and_redriven() {
         "a re-driven letter leaves the list"
     );
 }
+
+/// More events at once than the dispatcher takes per wake-up, one per task: every task
+/// still gets its delivery (a burst is cut, never dropped).
+#[tokio::test]
+async fn a_burst_larger_than_one_take_loses_no_delivery() {
+    let (rx, base) = start_receiver().await;
+    let w = world(
+        AddressPolicy::parse("127.0.0.0/8").unwrap(),
+        vec![Duration::from_millis(10)],
+    )
+    .await;
+    let count = sb_store::BURST + 44;
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        let task_id = new_task(&w).await;
+        let hook = config(&task_id, format!("{base}/burst"));
+        w.push.create(&w.scope, hook, Version::V1_0).await.unwrap();
+        ids.push(task_id);
+    }
+    // Let the catch-ups that creating the configs started finish: from here on only
+    // the bus tells the dispatcher about the new events.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // All updates in one poll: their events wait on the bus together.
+    let updates = ids
+        .iter()
+        .map(|id| w.tasks.update(id, status(TaskState::Completed)));
+    for result in futures::future::join_all(updates).await {
+        result.unwrap();
+    }
+    for _ in 0..30 {
+        if rx.seen.lock().len() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let seen = rx.seen.lock().clone();
+    let delivered: std::collections::HashSet<String> = seen
+        .iter()
+        .map(|(_, _, body)| body["statusUpdate"]["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        delivered.len(),
+        count,
+        "{} of {count} tasks got their delivery",
+        delivered.len()
+    );
+}
