@@ -118,6 +118,12 @@ impl PushConfigStore for MemoryStore {
             .cloned())
     }
 
+    fn may_have_push_configs(&self, task_id: &str) -> bool {
+        let state = self.state.lock();
+        let mut configs = state.push.range((task_id.to_owned(), String::new())..);
+        configs.next().is_some_and(|((t, _), _)| t == task_id)
+    }
+
     async fn list_push_configs(&self, task_id: &str) -> StoreResult<Vec<PushConfigRecord>> {
         let state = self.state.lock();
         Ok(state
@@ -183,5 +189,23 @@ impl DeadLetterStore for MemoryStore {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     crate::store_test_suite!(crate::MemoryStore, async { crate::MemoryStore::new() });
+
+    #[tokio::test]
+    async fn knows_which_tasks_have_no_push_config() {
+        let store = MemoryStore::new();
+        let mut record = crate::suite::push_config_record("b", "c1");
+        store.put_push_config(record.clone()).await.unwrap();
+        // Neighbours in the key order are not mistaken for the task.
+        for other in ["a", "bb", "c", ""] {
+            assert!(!store.may_have_push_configs(other), "{other:?}");
+        }
+        assert!(store.may_have_push_configs("b"));
+        record.config.id = Some("c2".into());
+        store.put_push_config(record).await.unwrap();
+        store.delete_push_configs("b").await.unwrap();
+        assert!(!store.may_have_push_configs("b"));
+    }
 }

@@ -194,13 +194,14 @@ pub async fn delete_removes_task_and_log(store: &dyn TaskStore) {
     assert_eq!(store.events_after("gone", 0, 10).await.unwrap().len(), 1);
 }
 
-pub async fn push_configs_crud(store: &dyn PushConfigStore) {
-    let rec = |task: &str, id: &str, url: &str| PushConfigRecord {
+/// A v1.0 config of `task_id` named `config_id`, delivering from the start.
+pub fn push_config_record(task_id: &str, config_id: &str) -> PushConfigRecord {
+    PushConfigRecord {
         config: TaskPushNotificationConfig {
             tenant: None,
-            id: Some(id.into()),
-            task_id: task.into(),
-            url: url.into(),
+            id: Some(config_id.into()),
+            task_id: task_id.into(),
+            url: "https://example.com/hook".into(),
             token: None,
             authentication: None,
         },
@@ -208,11 +209,23 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
         owner: String::new(),
         created_at: Utc::now(),
         from_seq: 0,
+    }
+}
+
+pub async fn push_configs_crud(store: &dyn PushConfigStore) {
+    let rec = |task: &str, id: &str, url: &str| {
+        let mut record = push_config_record(task, id);
+        record.config.url = url.into();
+        record
     };
     store
         .put_push_config(rec("t", "b", "https://1"))
         .await
         .unwrap();
+    assert!(
+        store.may_have_push_configs("t"),
+        "a created config is seen at once"
+    );
     store
         .put_push_config(rec("t", "a", "https://2"))
         .await

@@ -84,6 +84,13 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     async fn delete_push_configs(&self, task_id: &str) -> StoreResult<()>;
     /// Every config (the dispatcher's catch-up after a restart).
     async fn list_all_push_configs(&self) -> StoreResult<Vec<PushConfigRecord>>;
+    /// Whether the task may have configs, answered from memory without waiting: `false`
+    /// only when the store knows it has none, so the dispatcher spends nothing on the
+    /// events of the many tasks without a webhook. Once a config's creation has
+    /// returned, this answers `true` for its task.
+    fn may_have_push_configs(&self, _task_id: &str) -> bool {
+        true
+    }
     /// Records that a config has been served every event up to `seq`. Only moves forward,
     /// and never brings back a config that was deleted meanwhile.
     async fn advance_push_cursor(

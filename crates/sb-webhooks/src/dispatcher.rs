@@ -236,6 +236,9 @@ impl Dispatcher {
 
     /// Queues a catch-up of the task's configs behind the task's earlier deliveries.
     pub fn enqueue(&self, task_id: String) {
+        if !self.inner.configs.may_have_push_configs(&task_id) {
+            return;
+        }
         let inner = self.inner.clone();
         let job_task = task_id.clone();
         self.chain(task_id, async move { inner.catch_up(&job_task).await });

@@ -379,6 +379,10 @@ impl PushConfigStore for RedbStore {
         self.read(|txn| decode_all(txn, PUSH)).await
     }
 
+    fn may_have_push_configs(&self, task_id: &str) -> bool {
+        self.hot.read().with_push.contains(task_id)
+    }
+
     async fn advance_push_cursor(
         &self,
         task_id: &str,
@@ -482,20 +486,7 @@ mod tests {
     }
 
     fn config_named(task_id: &str, config_id: &str) -> PushConfigRecord {
-        PushConfigRecord {
-            config: sb_protocol::model::TaskPushNotificationConfig {
-                tenant: None,
-                id: Some(config_id.into()),
-                task_id: task_id.into(),
-                url: "https://example.com/hook".into(),
-                token: None,
-                authentication: None,
-            },
-            version: StoredVersion::V1_0,
-            owner: String::new(),
-            created_at: chrono::Utc::now(),
-            from_seq: 0,
-        }
+        crate::suite::push_config_record(task_id, config_id)
     }
 
     /// A fresh store in its own directory, holding task `task_id` at seq 1.
@@ -530,8 +521,13 @@ mod tests {
         let after_first = store.events_after("t1", 1, 10).await.unwrap();
         assert_eq!(after_first.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);
         assert!(store.list_push_configs("t1").await.unwrap().is_empty());
+        assert!(
+            !store.may_have_push_configs("t1"),
+            "the dispatcher skips it"
+        );
         store.put_push_config(push_config("t1")).await.unwrap();
         assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
+        assert!(store.may_have_push_configs("t1"));
         assert!(store.delete("t1").await.unwrap());
         assert!(store.get("t1").await.unwrap().is_none());
         assert!(!store.hot.read().records.contains_key("t1"));
