@@ -10,19 +10,20 @@ use sb_protocol::*;
 use sb_tasks::Scope;
 use serde_json::{Map, Value};
 
-use crate::wire::{self, Wire, json_response};
+use crate::wire::{self, Wire, json_text_response};
 use crate::{AppState, Request};
 use crate::{metrics, ops};
 
 const KIND: Dialect03 = Dialect03::KindJson;
 
-fn reply(id: &Value, result: Result<Value, A2AError>, version: Version) -> Response {
+/// The response to a unary call whose result is JSON text already.
+fn reply(id: &Value, result: Result<String, A2AError>, version: Version) -> Response {
     let outcome = metrics::outcome(&result);
     let body = match result {
-        Ok(value) => jsonrpc::success(id, value),
-        Err(err) => jsonrpc::failure(id, &err, version),
+        Ok(json) => jsonrpc::success_text(id, &json),
+        Err(err) => jsonrpc::failure(id, &err, version).to_string(),
     };
-    metrics::tag(json_response(StatusCode::OK, &body), "unknown", outcome)
+    metrics::tag(json_text_response(StatusCode::OK, body), "unknown", outcome)
 }
 
 /// Handles one JSON-RPC POST.
@@ -132,26 +133,28 @@ pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageReques
     }
 }
 
+/// A unary call's result as JSON text: SendMessage and 1.0 GetTask (the hot paths) are
+/// serialised straight from their types, the rest from the `Value` they are built as.
 async fn unary(
     state: &AppState,
     scope: &Scope,
     params: Value,
     op: Operation,
     wire: Wire,
-) -> Result<Value, A2AError> {
+) -> Result<String, A2AError> {
     let version = wire.version();
     let Value::Object(mut obj) = params else {
         return Err(A2AError::invalid_params("params must be an object"));
     };
-    match (op, version) {
+    let value = match (op, version) {
         (Operation::SendMessage, _) => {
             let req = decode_send(Value::Object(obj), wire)?;
             let result = ops::send(state, scope, req, version).await?;
-            Ok(wire.send_result(&result))
+            return Ok(wire.send_result_text(&result));
         }
         (Operation::GetTask, Version::V1_0) => {
             let req: GetTaskRequest = parse_params(Value::Object(obj))?;
-            Ok(wire.task(&ops::get_task(state, scope, &req).await?))
+            return Ok(wire.task_text(&ops::get_task(state, scope, &req).await?));
         }
         (Operation::GetTask, Version::V0_3) => {
             let mut req: GetTaskRequest = parse_params(Value::Object(obj))?;
@@ -244,7 +247,8 @@ async fn unary(
         (Operation::SendStreamingMessage | Operation::SubscribeToTask, _) => {
             Err(A2AError::internal("streaming operation routed as unary"))
         }
-    }
+    };
+    value.map(|value| value.to_string())
 }
 
 async fn stream(

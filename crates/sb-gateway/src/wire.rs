@@ -57,6 +57,23 @@ impl Wire {
         }
     }
 
+    /// [`Wire::send_result`] as JSON text; 1.0 serialises straight from the type, with no
+    /// `Value` tree in between (the hot path: every SendMessage reply).
+    pub fn send_result_text(self, result: &SendMessageResponse) -> String {
+        match self {
+            Wire::V1 => serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned()),
+            Wire::V03(_) => self.send_result(result).to_string(),
+        }
+    }
+
+    /// [`Wire::task`] as JSON text, straight from the type in 1.0.
+    pub fn task_text(self, task: &Task) -> String {
+        match self {
+            Wire::V1 => serde_json::to_string(task).unwrap_or_else(|_| "null".to_owned()),
+            Wire::V03(_) => self.task(task).to_string(),
+        }
+    }
+
     /// A stream event's JSON text: in 1.0 made once per event for all its streams.
     pub fn frame_json(self, frame: &Frame) -> std::sync::Arc<str> {
         match self {
@@ -82,7 +99,12 @@ impl Wire {
 
 /// A JSON response with the given status.
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut response = (status, body.to_string()).into_response();
+    json_text_response(status, body.to_string())
+}
+
+/// A response whose body is JSON text already.
+pub fn json_text_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -167,4 +189,43 @@ pub fn sse_error(
         shutdown,
         render,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text replies are the `Value` replies, byte for byte, in every dialect.
+    #[test]
+    fn text_results_match_value_results() {
+        let mut message = Message::agent_text("done");
+        message.context_id = Some("c".into());
+        let task = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: Some(message.clone()),
+                timestamp: None,
+            },
+            artifacts: vec![],
+            history: vec![message.clone()],
+            metadata: Some([("k".to_owned(), json!({"n": 1.5}))].into_iter().collect()),
+        };
+        let wires = [
+            Wire::V1,
+            Wire::V03(Dialect03::KindJson),
+            Wire::V03(Dialect03::ProtoJson),
+        ];
+        for wire in wires {
+            assert_eq!(wire.task_text(&task), wire.task(&task).to_string());
+            for result in [
+                SendMessageResponse::Task(task.clone()),
+                SendMessageResponse::Message(message.clone()),
+            ] {
+                let text = wire.send_result_text(&result);
+                assert_eq!(text, wire.send_result(&result).to_string(), "{wire:?}");
+            }
+        }
+    }
 }
