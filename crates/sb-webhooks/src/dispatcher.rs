@@ -37,6 +37,12 @@ pub struct DispatcherConfig {
     /// Per agent: the key that signs its webhooks (Standard Webhooks `webhook-signature`).
     pub signing_secrets: HashMap<String, Vec<u8>>,
     pub metrics: Arc<DeliveryMetrics>,
+    /// How often every task with a push config is checked for deliveries owed, whatever
+    /// the bus said. The bus is the fast path; this catches what it cannot see, such as
+    /// an event committed while its task's config was being created (read at seq N,
+    /// stored after N+1 was published): without it, the last events of a task that then
+    /// finishes would never be sent.
+    pub sweep_every: Duration,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
@@ -78,6 +84,9 @@ impl DeliveryMetrics {
     }
 }
 
+/// [`DispatcherConfig::sweep_every`] by default: a safety net, so rare, not a poll.
+pub const DEFAULT_SWEEP: Duration = Duration::from_secs(30);
+
 impl Default for DispatcherConfig {
     fn default() -> Self {
         DispatcherConfig {
@@ -90,6 +99,7 @@ impl Default for DispatcherConfig {
             policy: Arc::new(AddressPolicy::default()),
             signing_secrets: HashMap::new(),
             metrics: Arc::default(),
+            sweep_every: DEFAULT_SWEEP,
         }
     }
 }
@@ -184,11 +194,15 @@ impl Dispatcher {
     ) -> Result<JoinHandle<()>, sb_store::StoreError> {
         let mut events = bus.subscribe_all(DISPATCHER_GROUP).await?;
         let dispatcher = self.clone();
+        let every = self.inner.config.sweep_every;
+        let mut sweep = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Ok(tokio::spawn(async move {
             dispatcher.catch_up_all().await;
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,
+                    _ = sweep.tick() => dispatcher.catch_up_all().await,
                     received = events.recv() => {
                         // A catch-up delivers everything after the cursor: the events of a
                         // burst need one per task, not one each.

@@ -85,6 +85,7 @@ async fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         policy,
         signing_secrets: [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
         metrics: Default::default(),
+        sweep_every: Duration::from_millis(200),
     };
     let dispatcher = Dispatcher::new(store.clone(), store.clone(), store.clone(), config).unwrap();
     dispatcher
@@ -514,5 +515,35 @@ async fn a_burst_larger_than_one_take_loses_no_delivery() {
         count,
         "{} of {count} tasks got their delivery",
         delivered.len()
+    );
+}
+
+/// An event the bus announced before its task's config was stored (the config read the
+/// task at an earlier seq) is still delivered: the periodic sweep finds it owed.
+#[tokio::test]
+async fn an_event_committed_while_its_config_was_created_is_still_delivered() {
+    let (rx, base) = start_receiver().await;
+    let w = world(
+        AddressPolicy::parse("127.0.0.0/8").unwrap(),
+        vec![Duration::from_millis(10)],
+    )
+    .await;
+    let task_id = new_task(&w).await;
+    w.tasks
+        .update(&task_id, status(TaskState::Completed))
+        .await
+        .unwrap();
+    // Let the dispatcher see the completion while the task has no config yet.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The config as a creation racing the completion stores it: read at seq 1.
+    let mut record = sb_store::suite::push_config_record(&task_id, "late");
+    record.config.url = format!("{base}/late");
+    record.from_seq = 1;
+    w.store.put_push_config(record).await.unwrap();
+    let seen = wait_for(&rx, 1).await;
+    assert_eq!(seen.len(), 1, "the completion is delivered once");
+    assert_eq!(
+        seen[0].2["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
     );
 }

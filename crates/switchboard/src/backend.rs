@@ -74,6 +74,7 @@ pub(crate) fn dispatcher_config(
             .map(|ms| Duration::from_millis(*ms))
             .collect(),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
+        sweep_every: sb_webhooks::dispatcher::DEFAULT_SWEEP,
         policy,
         signing_secrets: config
             .agents
