@@ -423,18 +423,17 @@ mod tests {
     async fn update_all_is_one_commit_all_or_nothing() {
         let svc = service();
         let id = create(&svc, "hi").await.task.id;
-        let status = |state| TaskUpdate::Status {
-            state,
-            message: None,
+        let statuses = |states: [TaskState; 2]| {
+            states
+                .map(|state| TaskUpdate::Status {
+                    state,
+                    message: None,
+                })
+                .to_vec()
         };
         // The second update is illegal after the first: neither applies.
-        let refused = svc
-            .update_all(
-                &id,
-                vec![status(TaskState::Completed), status(TaskState::Working)],
-            )
-            .await
-            .unwrap_err();
+        let illegal = statuses([TaskState::Completed, TaskState::Working]);
+        let refused = svc.update_all(&id, illegal).await.unwrap_err();
         assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
         let unchanged = svc.get(&scope(), &id).await.unwrap();
         assert_eq!(
@@ -442,13 +441,8 @@ mod tests {
             (1, TaskState::Submitted)
         );
 
-        let done = svc
-            .update_all(
-                &id,
-                vec![status(TaskState::Working), status(TaskState::Completed)],
-            )
-            .await
-            .unwrap();
+        let legal = statuses([TaskState::Working, TaskState::Completed]);
+        let done = svc.update_all(&id, legal).await.unwrap();
         assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
         let events = svc.events_after(&id, 1, 10).await.unwrap();
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();

@@ -104,6 +104,14 @@ async fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
     }
 }
 
+/// A receiver on loopback and a world allowed to deliver to it, retrying after 10 ms.
+async fn loopback_world() -> (Receiver, String, World) {
+    let (rx, base) = start_receiver().await;
+    let policy = AddressPolicy::parse("127.0.0.0/8").unwrap();
+    let w = world(policy, vec![Duration::from_millis(10)]).await;
+    (rx, base, w)
+}
+
 async fn new_task(w: &World) -> String {
     let message = Message {
         role: Role::User,
@@ -151,12 +159,7 @@ fn status(state: TaskState) -> TaskUpdate {
 
 #[tokio::test]
 async fn delivers_each_event_in_order_with_auth_and_ids() {
-    let (rx, base) = start_receiver().await;
-    let w = world(
-        AddressPolicy::parse("127.0.0.0/8").unwrap(),
-        vec![Duration::from_millis(10)],
-    )
-    .await;
+    let (rx, base, w) = loopback_world().await;
     let task_id = new_task(&w).await;
     let mut v1 = config(&task_id, format!("{base}/v1"));
     v1.token = Some("tok".into());
@@ -475,12 +478,7 @@ async fn dead_letters_are_listed_and_redriven() {
 /// still gets its delivery (a burst is cut, never dropped).
 #[tokio::test]
 async fn a_burst_larger_than_one_take_loses_no_delivery() {
-    let (rx, base) = start_receiver().await;
-    let w = world(
-        AddressPolicy::parse("127.0.0.0/8").unwrap(),
-        vec![Duration::from_millis(10)],
-    )
-    .await;
+    let (rx, base, w) = loopback_world().await;
     let count = sb_store::BURST + 44;
     let mut ids = Vec::new();
     for _ in 0..count {
@@ -522,12 +520,7 @@ async fn a_burst_larger_than_one_take_loses_no_delivery() {
 /// task at an earlier seq) is still delivered: the periodic sweep finds it owed.
 #[tokio::test]
 async fn an_event_committed_while_its_config_was_created_is_still_delivered() {
-    let (rx, base) = start_receiver().await;
-    let w = world(
-        AddressPolicy::parse("127.0.0.0/8").unwrap(),
-        vec![Duration::from_millis(10)],
-    )
-    .await;
+    let (rx, base, w) = loopback_world().await;
     let task_id = new_task(&w).await;
     w.tasks
         .update(&task_id, status(TaskState::Completed))

@@ -613,17 +613,17 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
         agent: "echo".into(),
         owner: String::new(),
     };
+    let new_task = |text: &str| NewTask {
+        scope: scope.clone(),
+        message: Message {
+            role: Role::User,
+            ..Message::agent_text(text)
+        },
+        metadata: None,
+    };
     let (mut completions, mut cancels) = (0, 0);
     for _ in 0..1000 {
-        let new = NewTask {
-            scope: scope.clone(),
-            message: Message {
-                role: Role::User,
-                ..Message::agent_text("race")
-            },
-            metadata: None,
-        };
-        let id = replicas[0].create(new).await.unwrap().task.id;
+        let id = replicas[0].create(new_task("race")).await.unwrap().task.id;
         let complete = replicas[0].update(
             &id,
             TaskUpdate::Status {
@@ -653,15 +653,7 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
     assert_eq!(completions + cancels, 1000);
 
     // Several updates in one call are one commit over the wire too: all or none.
-    let new = NewTask {
-        scope: scope.clone(),
-        message: Message {
-            role: Role::User,
-            ..Message::agent_text("batch")
-        },
-        metadata: None,
-    };
-    let id = replicas[0].create(new).await.unwrap().task.id;
+    let id = replicas[0].create(new_task("batch")).await.unwrap().task.id;
     let status = |state| TaskUpdate::Status {
         state,
         message: None,
