@@ -25,18 +25,24 @@ impl StoreError {
     }
 }
 
-/// The next event already waiting on an all-tasks receiver, without waiting (`None` when
-/// there is none): consumers take a burst of events per wake-up, not one each.
-pub fn next_ready(
+/// `first` (what an all-tasks receiver's `recv` gave) and whatever else is already
+/// waiting, without waiting, at most [`BURST`] in all and nothing after `Closed`:
+/// consumers handle a burst of events per wake-up, not one each.
+pub fn take_burst(
+    first: Result<StoredEvent, broadcast::error::RecvError>,
     events: &mut broadcast::Receiver<StoredEvent>,
-) -> Option<Result<StoredEvent, broadcast::error::RecvError>> {
+) -> Vec<Result<StoredEvent, broadcast::error::RecvError>> {
     use broadcast::error::{RecvError, TryRecvError};
-    match events.try_recv() {
-        Ok(event) => Some(Ok(event)),
-        Err(TryRecvError::Empty) => None,
-        Err(TryRecvError::Lagged(missed)) => Some(Err(RecvError::Lagged(missed))),
-        Err(TryRecvError::Closed) => Some(Err(RecvError::Closed)),
+    let mut burst = vec![first];
+    while burst.len() < BURST && !matches!(burst.last(), Some(Err(RecvError::Closed))) {
+        burst.push(match events.try_recv() {
+            Ok(event) => Ok(event),
+            Err(TryRecvError::Empty) => break,
+            Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
+            Err(TryRecvError::Closed) => Err(RecvError::Closed),
+        });
     }
+    burst
 }
 
 /// Most events a consumer takes in one burst before it looks at its other work again.

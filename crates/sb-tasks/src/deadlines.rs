@@ -201,8 +201,7 @@ impl DeadlineKeeper {
                 received = events.recv() => {
                     // The rest of a burst too before sleeping again: one timer
                     // registration per burst, not per event.
-                    let (mut next, mut taken) = (Some(received), 0);
-                    while let Some(received) = next.take() {
+                    for received in sb_store::take_burst(received, &mut events) {
                         match received {
                             Ok(event) => {
                                 if let Some(timer) = self.timer_for_event(&event) {
@@ -218,10 +217,6 @@ impl DeadlineKeeper {
                                 }
                             }
                             Err(broadcast::error::RecvError::Closed) => return,
-                        }
-                        taken += 1;
-                        if taken < sb_store::BURST {
-                            next = sb_store::next_ready(&mut events);
                         }
                     }
                 }

@@ -207,8 +207,8 @@ impl Dispatcher {
                         // A catch-up delivers everything after the cursor: the events of a
                         // burst need one per task, not one each.
                         let mut tasks = std::collections::HashSet::new();
-                        let (mut next, mut taken, mut closed) = (Some(received), 0, false);
-                        while let Some(received) = next.take() {
+                        let mut closed = false;
+                        for received in sb_store::take_burst(received, &mut events) {
                             match received {
                                 Ok(event) => drop(tasks.insert(event.task_id)),
                                 Err(broadcast::error::RecvError::Lagged(missed)) => {
@@ -217,10 +217,6 @@ impl Dispatcher {
                                     dispatcher.catch_up_all().await;
                                 }
                                 Err(broadcast::error::RecvError::Closed) => closed = true,
-                            }
-                            taken += 1;
-                            if taken < sb_store::BURST && !closed {
-                                next = sb_store::next_ready(&mut events);
                             }
                         }
                         for task_id in tasks {
