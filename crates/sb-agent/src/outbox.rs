@@ -137,15 +137,18 @@ impl Outbox {
             let outcome = self.commit(batch).await;
             {
                 let mut state = self.state.lock();
-                match outcome {
-                    Ok(task) => state.stored = Some(task),
+                state.done_through = match outcome {
+                    Ok(task) => {
+                        state.stored = Some(task);
+                        through
+                    }
+                    // What queued meanwhile is dropped with the refused update: done too.
                     Err(err) => {
                         state.refused.get_or_insert(err);
                         state.queued.clear();
-                        state.done_through = state.last_queued;
+                        state.last_queued
                     }
-                }
-                state.done_through = state.done_through.max(through);
+                };
             }
             self.rounds.send_modify(|round| *round += 1);
         }
@@ -156,7 +159,7 @@ impl Outbox {
     /// ones before the refused update still apply, as if the agent had waited for each.
     async fn commit(&self, batch: Vec<TaskUpdate>) -> Result<Task, A2AError> {
         let single = batch.len() == 1;
-        let err = match self.tasks.update_all(&self.task_id, batch.clone()).await {
+        let err = match self.tasks.update_all(&self.task_id, &batch).await {
             Ok(record) => return Ok(record.task),
             Err(err) => err,
         };

@@ -53,7 +53,7 @@ pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     /// refused, none (the error is that update's). An agent that reports faster than
     /// the store commits sends what queued up meanwhile in one call: one durable write
     /// instead of one per update.
-    async fn update_all(&self, task_id: &str, updates: Vec<TaskUpdate>) -> TaskResult<TaskRecord>;
+    async fn update_all(&self, task_id: &str, updates: &[TaskUpdate]) -> TaskResult<TaskRecord>;
     /// Applies `update` only if the task is in one of `expected` states, in the same
     /// atomic step; returns `None` (and changes nothing) otherwise.
     async fn update_if(
@@ -307,8 +307,8 @@ impl TaskService for LocalTaskService {
         self.mutate(task_id, |_| Ok(vec![update.clone()])).await
     }
 
-    async fn update_all(&self, task_id: &str, updates: Vec<TaskUpdate>) -> TaskResult<TaskRecord> {
-        self.mutate(task_id, |_| Ok(updates.clone())).await
+    async fn update_all(&self, task_id: &str, updates: &[TaskUpdate]) -> TaskResult<TaskRecord> {
+        self.mutate(task_id, |_| Ok(updates.to_vec())).await
     }
 
     async fn update_if(
@@ -433,7 +433,7 @@ mod tests {
         };
         // The second update is illegal after the first: neither applies.
         let illegal = statuses([TaskState::Completed, TaskState::Working]);
-        let refused = svc.update_all(&id, illegal).await.unwrap_err();
+        let refused = svc.update_all(&id, &illegal).await.unwrap_err();
         assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
         let unchanged = svc.get(&scope(), &id).await.unwrap();
         assert_eq!(
@@ -442,7 +442,7 @@ mod tests {
         );
 
         let legal = statuses([TaskState::Working, TaskState::Completed]);
-        let done = svc.update_all(&id, legal).await.unwrap();
+        let done = svc.update_all(&id, &legal).await.unwrap();
         assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
         let events = svc.events_after(&id, 1, 10).await.unwrap();
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();

@@ -659,11 +659,11 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
         message: None,
     };
     let illegal = vec![status(TaskState::Completed), status(TaskState::Working)];
-    let refused = replicas[1].update_all(&id, illegal).await.unwrap_err();
+    let refused = replicas[1].update_all(&id, &illegal).await.unwrap_err();
     assert!(refused.message.contains("cannot move"), "{refused:?}");
     assert_eq!(replicas[0].events_after(&id, 0, 10).await.unwrap().len(), 1);
     let legal = vec![status(TaskState::Working), status(TaskState::Completed)];
-    let done = replicas[1].update_all(&id, legal).await.unwrap();
+    let done = replicas[1].update_all(&id, &legal).await.unwrap();
     assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
 }
 

@@ -134,7 +134,7 @@ impl TaskService for TaskStateClient {
         record_from(once!(self, update, message)?.record)
     }
 
-    async fn update_all(&self, task_id: &str, updates: Vec<TaskUpdate>) -> TaskResult<TaskRecord> {
+    async fn update_all(&self, task_id: &str, updates: &[TaskUpdate]) -> TaskResult<TaskRecord> {
         let mut encoded = updates.iter().map(to_json);
         let Some(first) = encoded.next() else {
             return Err(A2AError::invalid_params(

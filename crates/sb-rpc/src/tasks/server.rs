@@ -129,7 +129,7 @@ impl pb::task_state_server::TaskState for TaskStateServer {
                 for json in &req.more_updates_json {
                     updates.push(from_json(json, "task update")?);
                 }
-                Some(self.tasks.update_all(&req.task_id, updates).await?)
+                Some(self.tasks.update_all(&req.task_id, &updates).await?)
             } else if req.expected_states.is_empty() {
                 Some(self.tasks.update(&req.task_id, update).await?)
             } else {
