@@ -74,6 +74,9 @@ enum Cmd {
         /// Server processes whose CPU is measured.
         #[arg(long, value_delimiter = ',')]
         pids: Vec<u32>,
+        /// Requests per second offered (`send`, `ack`, `get:…`); unset: as fast as answered.
+        #[arg(long)]
+        rate: Option<f64>,
     },
 }
 
@@ -121,6 +124,7 @@ async fn main() -> anyhow::Result<()> {
             concurrency,
             seconds,
             pids,
+            rate,
         } => {
             let load = Load {
                 server: url.clone(),
@@ -131,8 +135,8 @@ async fn main() -> anyhow::Result<()> {
                 duration: Duration::from_secs(seconds),
             };
             let outcome = match scenario.as_str() {
-                "send" => scenarios::unary("B1", &load, Unary::SendBlocking, None).await,
-                "ack" => scenarios::unary("ack", &load, Unary::SendAck, None).await,
+                "send" => scenarios::unary("B1", &load, Unary::SendBlocking, rate).await,
+                "ack" => scenarios::unary("ack", &load, Unary::SendAck, rate).await,
                 "stream" => scenarios::stream("B2", &load).await,
                 "fanout" => scenarios::fanout("B5", &load, Plan::full().ticks).await,
                 "webhook" => scenarios::webhooks("B6", &load, None).await,
@@ -154,7 +158,7 @@ async fn main() -> anyhow::Result<()> {
                     let request = Unary::Get {
                         task_id: id.to_owned(),
                     };
-                    scenarios::unary("B3", &load, request, None).await
+                    scenarios::unary("B3", &load, request, rate).await
                 }
             };
             println!("{}", outcome.line());

@@ -1,20 +1,32 @@
 //! The writer thread: every write request waiting in the queue goes into one transaction
-//! and one fsync (group commit). Under concurrent load it waits a moment for more
-//! requests before committing (see [`gather`]); the records it commits also keep the
-//! [`Hot`] cache current, since this thread is the only one that changes the file.
+//! and one journal frame (group commit). Under concurrent load it waits a moment for
+//! more requests before committing (see [`gather`]); the records it commits also keep
+//! the [`Hot`](super::Hot) cache current, since this thread is the only one that changes
+//! the file. A batch is durable once its journal frame is on disk ([`super::journal`]);
+//! the redb commit that follows is non-durable, and a checkpoint every
+//! [`CHECKPOINT_EVERY`] makes the redb file itself catch up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{DEAD, EVENTS, PUSH, SharedHot, TASKS, configs_of, decode, encode};
+use super::journal::{Entry, Journal};
+use super::tables::{PushTable, Tables, checkpoint};
+use super::{SharedHot, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
 
 /// Most write requests folded into one transaction.
 const MAX_BATCH: usize = 512;
+
+/// How often the redb file catches up with the journal under steady writes. Each
+/// checkpoint writes the pages changed since the last one and fsyncs the file; the
+/// journal it empties is what a restart after a crash replays.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
+/// A journal this long is checkpointed at once, whatever the time.
+const CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 pub(super) enum WriteOp {
@@ -34,14 +46,34 @@ const GATHER_WINDOW: Duration = Duration::from_micros(1000);
 const GATHER_QUIET: Duration = Duration::from_micros(500);
 const GATHER_POLL: Duration = Duration::from_micros(100);
 
-pub(super) fn write_loop(db: &Database, hot: &SharedHot, mut queue: mpsc::Receiver<WriteOp>) {
+pub(super) fn write_loop(
+    db: &Database,
+    hot: &SharedHot,
+    mut journal: Journal,
+    mut queue: mpsc::Receiver<WriteOp>,
+) {
     let mut concurrent = false;
+    let mut last_checkpoint = Instant::now();
     while let Some(first) = queue.blocking_recv() {
         let batch = gather(first, &mut queue, concurrent);
         // One request alone commits at once; several mean callers are running side by
         // side, and the next ones are likely a fraction of an fsync away.
         concurrent = batch.len() > 1;
-        apply_batch(db, hot, batch);
+        apply_batch(db, hot, &mut journal, batch);
+        let due = last_checkpoint.elapsed() >= CHECKPOINT_EVERY
+            || journal.frames_len() >= CHECKPOINT_BYTES;
+        if due && journal.frames_len() > 0 {
+            if let Err(e) = checkpoint(db, &mut journal) {
+                tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
+            }
+            last_checkpoint = Instant::now();
+        }
+    }
+    // The store is closing: leave nothing for the next open to replay.
+    if journal.frames_len() > 0
+        && let Err(e) = checkpoint(db, &mut journal)
+    {
+        tracing::error!(error = %e, "final store checkpoint failed; the next start replays the journal");
     }
 }
 
@@ -83,158 +115,234 @@ enum Reply {
     ),
 }
 
-fn apply_batch(db: &Database, hot: &SharedHot, batch: Vec<WriteOp>) {
+impl Reply {
+    /// The request's reply slot, for a batch that failed before reaching it.
+    fn unreached(op: WriteOp) -> Reply {
+        match op {
+            WriteOp::Commit(_, tx)
+            | WriteOp::PutPush(_, tx)
+            | WriteOp::DeletePushAll(_, tx)
+            | WriteOp::AdvancePush(_, _, _, tx)
+            | WriteOp::PutDead(_, tx) => Reply::Unit(tx, Ok(())),
+            WriteOp::DeletePush(_, _, tx) | WriteOp::DeleteTask(_, tx) => {
+                Reply::Bool(tx, Ok(false))
+            }
+            WriteOp::TakeDead(_, tx) => Reply::Dead(tx, Ok(None)),
+        }
+    }
+
+    fn send(self, batch: &StoreResult<()>) {
+        // A failed batch fails every request in it: none of them is durable.
+        let failed = |e: &StoreError| StoreError::Backend(e.to_string());
+        match (self, batch) {
+            (Reply::Unit(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Bool(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Dead(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Unit(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
+            (Reply::Bool(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
+            (Reply::Dead(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
+        }
+    }
+}
+
+/// One batch's writes: each goes into the journal frame and into the transaction, in
+/// the same order, through the same [`Tables::apply`] a replay uses.
+struct BatchWriter<'txn, 'j> {
+    tables: Tables<'txn>,
+    journal: &'j mut Journal,
+}
+
+impl BatchWriter<'_, '_> {
+    fn write(&mut self, entry: Entry<'_>) -> StoreResult<()> {
+        self.journal.add(&entry)?;
+        self.tables.apply(&entry)
+    }
+}
+
+fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec<WriteOp>) {
     let mut replies = Vec::with_capacity(batch.len());
     // What this batch changes in the cache, applied only once it is durable.
     let mut changes = Changes::default();
-    let mut touched_push = std::collections::HashSet::new();
+    let mut ops = batch.into_iter();
     let outcome = (|| -> StoreResult<()> {
-        let txn = db.begin_write().map_err(StoreError::backend)?;
+        let mut txn = db.begin_write().map_err(StoreError::backend)?;
+        // Durable through the journal frame written below, before this commit.
+        txn.set_durability(redb::Durability::None)
+            .map_err(StoreError::backend)?;
+        journal.begin();
         {
-            let mut tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
-            let mut events = txn.open_table(EVENTS).map_err(StoreError::backend)?;
-            let mut push = txn.open_table(PUSH).map_err(StoreError::backend)?;
-            let mut dead = txn.open_table(DEAD).map_err(StoreError::backend)?;
-            for op in batch {
-                match op {
-                    WriteOp::Commit(commit, tx) => {
-                        let result = apply_commit(&mut tasks, &mut events, hot, &changes, &commit);
-                        if result.is_ok() {
-                            let TaskCommit { record, events, .. } = *commit;
-                            changes.records.insert(record.task.id.clone(), record);
-                            changes.events.extend(events);
-                        }
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::PutPush(record, tx) => {
-                        let result = encode(&*record).and_then(|bytes| {
-                            let key = (
-                                record.config.task_id.as_str(),
-                                record.config.id.as_deref().unwrap_or_default(),
-                            );
-                            push.insert(key, bytes.as_slice())
-                                .map(|_| ())
-                                .map_err(StoreError::backend)
-                        });
-                        if result.is_ok() {
-                            changes.with_push.push(record.config.task_id.clone());
-                        }
-                        touched_push.insert(record.config.task_id.clone());
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::DeletePushAll(task_id, tx) => {
-                        let result = push
-                            .retain_in(
-                                (task_id.as_str(), "")..=(task_id.as_str(), "\u{10ffff}"),
-                                |(t, _), _| t != task_id,
-                            )
-                            .map_err(StoreError::backend);
-                        if result.is_ok() {
-                            changes.without_push.push(task_id.clone());
-                        }
-                        touched_push.insert(task_id);
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::PutDead(letter, tx) => {
-                        let result = encode(&*letter).and_then(|bytes| {
-                            dead.insert(letter.id.as_str(), bytes.as_slice())
-                                .map(|_| ())
-                                .map_err(StoreError::backend)
-                        });
-                        replies.push(Reply::Unit(tx, result));
-                    }
-                    WriteOp::TakeDead(id, tx) => {
-                        let result = match dead.remove(id.as_str()) {
-                            Ok(Some(bytes)) => decode(bytes.value()).map(Some),
-                            Ok(None) => Ok(None),
-                            Err(e) => Err(StoreError::backend(e)),
-                        };
-                        replies.push(Reply::Dead(tx, result));
-                    }
-                    WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
-                        let result = advance_cursor(&mut push, &task_id, &config_id, seq);
-                        replies.push(Reply::Unit(tx, result));
-                        touched_push.insert(task_id);
-                    }
-                    WriteOp::DeleteTask(task_id, tx) => {
-                        let result = events
-                            .retain_in(
-                                (task_id.as_str(), 0)..=(task_id.as_str(), u64::MAX),
-                                |_, _| false,
-                            )
-                            .and_then(|()| tasks.remove(task_id.as_str()).map(|old| old.is_some()))
-                            .map_err(StoreError::backend);
-                        if result.is_ok() {
-                            changes.records.remove(&task_id);
-                            changes.deleted.push(task_id);
-                        }
-                        replies.push(Reply::Bool(tx, result));
-                    }
-                    WriteOp::DeletePush(task_id, config_id, tx) => {
-                        let result = push
-                            .remove((task_id.as_str(), config_id.as_str()))
-                            .map(|old| old.is_some())
-                            .map_err(StoreError::backend);
-                        replies.push(Reply::Bool(tx, result));
-                        touched_push.insert(task_id);
-                    }
-                }
+            let mut writer = BatchWriter {
+                tables: Tables::open(&txn)?,
+                journal: &mut *journal,
+            };
+            let mut touched_push = HashSet::new();
+            for op in ops.by_ref() {
+                // An error here is the storage failing: the whole batch is abandoned.
+                replies.push(apply_op(
+                    &mut writer,
+                    hot,
+                    &mut changes,
+                    &mut touched_push,
+                    op,
+                )?);
             }
             // The cache takes each changed task's configs as the file now has them.
             for task_id in touched_push {
-                let configs = configs_of(&push, &task_id)?;
+                let configs = configs_of(&writer.tables.push, &task_id)?;
                 changes.push.insert(task_id, configs);
             }
         }
-        txn.commit().map_err(StoreError::backend)
+        if !journal.has_entries() {
+            // Nothing changed (refusals, reads of missing keys): nothing to make durable.
+            return txn.abort().map_err(StoreError::backend);
+        }
+        journal.write_frame()?;
+        txn.commit().map_err(|e| {
+            journal.undo_last_frame();
+            StoreError::backend(e)
+        })
     })();
+    replies.extend(ops.map(Reply::unreached));
     if outcome.is_ok() {
         // Before any reply: a caller that hears "committed" reads what it wrote.
         hot.write().apply(changes);
     }
     for reply in replies {
-        // A failed commit fails every request of the batch: none of them is durable.
-        match (reply, &outcome) {
-            (Reply::Unit(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Bool(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Dead(tx, result), Ok(())) => drop(tx.send(result)),
-            (Reply::Dead(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-            (Reply::Unit(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-            (Reply::Bool(tx, _), Err(e)) => drop(tx.send(Err(StoreError::Backend(e.to_string())))),
-        }
+        reply.send(&outcome);
     }
     if let Err(e) = outcome {
         tracing::error!(error = %e, "store batch commit failed");
     }
 }
 
-fn advance_cursor(
-    push: &mut redb::Table<'_, (&str, &str), &[u8]>,
+/// Applies one request; `Err` only for a storage failure, which fails the batch.
+fn apply_op(
+    writer: &mut BatchWriter<'_, '_>,
+    hot: &SharedHot,
+    changes: &mut Changes,
+    touched_push: &mut HashSet<String>,
+    op: WriteOp,
+) -> StoreResult<Reply> {
+    Ok(match op {
+        WriteOp::Commit(commit, tx) => match apply_commit(writer, hot, changes, &commit)? {
+            Ok(()) => {
+                let TaskCommit { record, events, .. } = *commit;
+                changes.records.insert(record.task.id.clone(), record);
+                changes.events.extend(events);
+                Reply::Unit(tx, Ok(()))
+            }
+            Err(refused) => Reply::Unit(tx, Err(refused)),
+        },
+        WriteOp::PutPush(record, tx) => {
+            let value = encode(&*record)?;
+            let task_id = record.config.task_id.as_str();
+            writer.write(Entry::PutPush {
+                task_id,
+                config_id: record.config.id.as_deref().unwrap_or_default(),
+                value: &value,
+            })?;
+            changes.with_push.push(task_id.to_owned());
+            touched_push.insert(task_id.to_owned());
+            Reply::Unit(tx, Ok(()))
+        }
+        WriteOp::DeletePushAll(task_id, tx) => {
+            writer.write(Entry::RemoveTaskPush { task_id: &task_id })?;
+            changes.without_push.push(task_id.clone());
+            touched_push.insert(task_id);
+            Reply::Unit(tx, Ok(()))
+        }
+        WriteOp::PutDead(letter, tx) => {
+            let value = encode(&*letter)?;
+            writer.write(Entry::PutDead {
+                id: &letter.id,
+                value: &value,
+            })?;
+            Reply::Unit(tx, Ok(()))
+        }
+        WriteOp::TakeDead(id, tx) => {
+            let letter = match writer
+                .tables
+                .dead
+                .get(id.as_str())
+                .map_err(StoreError::backend)?
+            {
+                Some(bytes) => Some(decode::<DeadLetter>(bytes.value())?),
+                None => None,
+            };
+            if letter.is_some() {
+                writer.write(Entry::RemoveDead { id: &id })?;
+            }
+            Reply::Dead(tx, Ok(letter))
+        }
+        WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
+            if let Some(value) = advanced_cursor(&writer.tables.push, &task_id, &config_id, seq)? {
+                writer.write(Entry::PutPush {
+                    task_id: &task_id,
+                    config_id: &config_id,
+                    value: &value,
+                })?;
+            }
+            touched_push.insert(task_id);
+            Reply::Unit(tx, Ok(()))
+        }
+        WriteOp::DeleteTask(task_id, tx) => {
+            let existed = writer
+                .tables
+                .tasks
+                .get(task_id.as_str())
+                .map_err(StoreError::backend)?
+                .is_some();
+            writer.write(Entry::RemoveTask { id: &task_id })?;
+            changes.records.remove(&task_id);
+            changes.deleted.push(task_id);
+            Reply::Bool(tx, Ok(existed))
+        }
+        WriteOp::DeletePush(task_id, config_id, tx) => {
+            let key = (task_id.as_str(), config_id.as_str());
+            let existed = writer
+                .tables
+                .push
+                .get(key)
+                .map_err(StoreError::backend)?
+                .is_some();
+            if existed {
+                writer.write(Entry::RemovePush {
+                    task_id: &task_id,
+                    config_id: &config_id,
+                })?;
+            }
+            touched_push.insert(task_id);
+            Reply::Bool(tx, Ok(existed))
+        }
+    })
+}
+
+/// The config with its cursor moved to `seq`, encoded; `None` when there is nothing
+/// to move (no such config, or its cursor is already there).
+fn advanced_cursor(
+    push: &PushTable<'_>,
     task_id: &str,
     config_id: &str,
     seq: u64,
-) -> StoreResult<()> {
+) -> StoreResult<Option<Vec<u8>>> {
     let current = match push
         .get((task_id, config_id))
         .map_err(StoreError::backend)?
     {
         Some(bytes) => decode::<PushConfigRecord>(bytes.value())?,
-        None => return Ok(()),
+        None => return Ok(None),
     };
     if current.from_seq >= seq {
-        return Ok(());
+        return Ok(None);
     }
-    let updated = PushConfigRecord {
+    encode(&PushConfigRecord {
         from_seq: seq,
         ..current
-    };
-    let bytes = encode(&updated)?;
-    push.insert((task_id, config_id), bytes.as_slice())
-        .map_err(StoreError::backend)?;
-    Ok(())
+    })
+    .map(Some)
 }
 
-/// What a batch changed, for the [`Hot`] cache once the batch is durable.
+/// What a batch changed, for the [`Hot`](super::Hot) cache once the batch is durable.
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     /// The latest record of each task committed in the batch.
@@ -248,13 +356,14 @@ pub(super) struct Changes {
     pub(super) without_push: Vec<String>,
 }
 
+/// Checks the commit's expected sequence and writes it: the inner `Err` is the refusal
+/// (the task moved on), the outer one a storage failure.
 fn apply_commit(
-    tasks: &mut redb::Table<'_, &str, &[u8]>,
-    events: &mut redb::Table<'_, (&str, u64), &[u8]>,
+    writer: &mut BatchWriter<'_, '_>,
     hot: &SharedHot,
     changes: &Changes,
     commit: &TaskCommit,
-) -> StoreResult<()> {
+) -> StoreResult<StoreResult<()>> {
     let task_id = commit.record.task.id.as_str();
     // The sequence now stored: from this batch, else the cache, else the file.
     let known = changes
@@ -264,29 +373,34 @@ fn apply_commit(
         .or_else(|| hot.read().seq_of(task_id));
     let current_seq = match known {
         Some(seq) => seq,
-        None => match tasks.get(task_id).map_err(StoreError::backend)? {
+        None => match writer
+            .tables
+            .tasks
+            .get(task_id)
+            .map_err(StoreError::backend)?
+        {
             Some(bytes) => decode::<TaskRecord>(bytes.value())?.seq,
             None => 0,
         },
     };
     if current_seq != commit.expected_seq {
-        return Err(StoreError::Conflict {
+        return Ok(Err(StoreError::Conflict {
             task_id: task_id.to_owned(),
             current_seq,
-        });
+        }));
     }
     let record = encode(&commit.record)?;
-    let mut encoded_events = Vec::with_capacity(commit.events.len());
+    writer.write(Entry::PutTask {
+        id: task_id,
+        value: &record,
+    })?;
     for event in &commit.events {
-        encoded_events.push((event.seq, encode(event)?));
+        let value = encode(event)?;
+        writer.write(Entry::PutEvent {
+            task_id,
+            seq: event.seq,
+            value: &value,
+        })?;
     }
-    tasks
-        .insert(task_id, record.as_slice())
-        .map_err(StoreError::backend)?;
-    for (seq, bytes) in &encoded_events {
-        events
-            .insert((task_id, *seq), bytes.as_slice())
-            .map_err(StoreError::backend)?;
-    }
-    Ok(())
+    Ok(Ok(()))
 }
