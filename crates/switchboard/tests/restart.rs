@@ -582,3 +582,19 @@ async fn metrics_are_scraped() {
         assert!(text.contains(expected), "missing {expected} in:\n{text}");
     }
 }
+
+/// The binary turns transparent huge pages off for itself: with them, each held
+/// connection cost ~35% more memory (mimalloc's arenas backed by 2 MiB pages).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn transparent_huge_pages_are_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["THP_enabled:", "0"]),
+        "{status}"
+    );
+}
