@@ -18,6 +18,7 @@ mod writer;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -155,6 +156,10 @@ impl Hot {
 impl RedbStore {
     /// Opens (or creates) the store file and starts its writer thread.
     pub fn open(path: &Path) -> StoreResult<RedbStore> {
+        RedbStore::open_checkpointing(path, writer::CHECKPOINT_EVERY)
+    }
+
+    fn open_checkpointing(path: &Path, checkpoint_every: Duration) -> StoreResult<RedbStore> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
@@ -199,7 +204,9 @@ impl RedbStore {
         let (writer_db, writer_hot) = (db.clone(), hot.clone());
         std::thread::Builder::new()
             .name("sb-store-writer".into())
-            .spawn(move || writer::write_loop(&writer_db, &writer_hot, journal, queue))
+            .spawn(move || {
+                writer::write_loop(&writer_db, &writer_hot, journal, checkpoint_every, queue)
+            })
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
         Ok(RedbStore { db, writer, hot })
     }
@@ -507,7 +514,9 @@ mod tests {
     #[ignore = "run as a child process by acknowledged_writes_survive_a_kill_9"]
     async fn crash_child() {
         let dir = std::env::var(CRASH_DIR).expect("started by the crash test");
-        let store = RedbStore::open(&Path::new(&dir).join("s.redb")).unwrap();
+        // No checkpoint: what the kill leaves is in the journal only.
+        let never = Duration::from_secs(24 * 3600);
+        let store = RedbStore::open_checkpointing(&Path::new(&dir).join("s.redb"), never).unwrap();
         for seq in 1u64.. {
             let commit = crate::suite::new_commit("t1", seq - 1, seq);
             store.commit(commit).await.unwrap();
@@ -582,6 +591,61 @@ mod tests {
             16,
             "the journal was emptied after the replay"
         );
+    }
+
+    /// Checkpoints empty the journal while writes go on, and closing the store leaves
+    /// nothing to replay.
+    #[tokio::test]
+    async fn checkpoints_empty_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let journal = dir.path().join("s.redb.journal");
+        let journal_len = || std::fs::metadata(&journal).unwrap().len();
+        // A checkpoint follows the batch that made it due, after that batch's reply.
+        let emptied = || async {
+            for _ in 0..200 {
+                if journal_len() == 16 {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            false
+        };
+        let store = RedbStore::open_checkpointing(&path, Duration::from_millis(1)).unwrap();
+        store
+            .commit(crate::suite::new_commit("t1", 0, 1))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        store
+            .commit(crate::suite::new_commit("t1", 1, 2))
+            .await
+            .unwrap();
+        assert!(emptied().await, "a checkpoint emptied the journal");
+
+        let never = Duration::from_secs(24 * 3600);
+        drop(store);
+        let store = reopen(&path, never).await;
+        store
+            .commit(crate::suite::new_commit("t1", 2, 3))
+            .await
+            .unwrap();
+        assert!(journal_len() > 16, "journaled, not yet checkpointed");
+        drop(store);
+        assert!(emptied().await, "closing the store checkpointed");
+        let store = reopen(&path, never).await;
+        assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 3);
+    }
+
+    /// Opens the store again once the previous one has let go of the file.
+    async fn reopen(path: &Path, checkpoint_every: Duration) -> RedbStore {
+        for _ in 0..100 {
+            if let Ok(store) = RedbStore::open_checkpointing(path, checkpoint_every) {
+                return store;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the store did not reopen");
     }
 
     fn push_config(task_id: &str) -> PushConfigRecord {

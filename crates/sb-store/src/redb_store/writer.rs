@@ -21,12 +21,13 @@ use crate::traits::*;
 /// Most write requests folded into one transaction.
 const MAX_BATCH: usize = 512;
 
-/// How often the redb file catches up with the journal under steady writes. Each
-/// checkpoint writes the pages changed since the last one and fsyncs the file; the
-/// journal it empties is what a restart after a crash replays.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
+/// How often the redb file catches up with the journal under steady writes. A
+/// checkpoint writes the pages changed since the last one and fsyncs the file, and the
+/// writer waits meanwhile, so checkpoints are kept small: every 2 s, they took 30–90 ms
+/// each at 3k tasks/s (a visible stall in the acks' p99); every 200 ms, 8–17 ms.
+pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 /// A journal this long is checkpointed at once, whatever the time.
-const CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
+const CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug)]
 pub(super) enum WriteOp {
@@ -50,6 +51,7 @@ pub(super) fn write_loop(
     db: &Database,
     hot: &SharedHot,
     mut journal: Journal,
+    checkpoint_every: Duration,
     mut queue: mpsc::Receiver<WriteOp>,
 ) {
     let mut concurrent = false;
@@ -60,7 +62,7 @@ pub(super) fn write_loop(
         // side, and the next ones are likely a fraction of an fsync away.
         concurrent = batch.len() > 1;
         apply_batch(db, hot, &mut journal, batch);
-        let due = last_checkpoint.elapsed() >= CHECKPOINT_EVERY
+        let due = last_checkpoint.elapsed() >= checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
         if due && journal.frames_len() > 0 {
             if let Err(e) = checkpoint(db, &mut journal) {
