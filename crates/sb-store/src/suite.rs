@@ -75,27 +75,19 @@ pub async fn commit_is_compare_and_set(store: &dyn TaskStore) {
     assert!(store.get("missing").await.unwrap().is_none());
 }
 
+/// The seqs of the task's events after `after` (up to 10,000), in the order stored.
+pub async fn event_seqs(store: &dyn TaskStore, task_id: &str, after: u64) -> Vec<u64> {
+    let events = store.events_after(task_id, after, 10_000).await.unwrap();
+    events.iter().map(|e| e.seq).collect()
+}
+
 pub async fn events_replay_in_order(store: &dyn TaskStore) {
     for seq in 1..=5 {
         store.commit(new_commit("e", seq - 1, seq)).await.unwrap();
     }
     store.commit(new_commit("other", 0, 1)).await.unwrap();
-    let all: Vec<u64> = store
-        .events_after("e", 0, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
-    assert_eq!(all, vec![1, 2, 3, 4, 5]);
-    let tail: Vec<u64> = store
-        .events_after("e", 3, 100)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
-    assert_eq!(tail, vec![4, 5]);
+    assert_eq!(event_seqs(store, "e", 0).await, vec![1, 2, 3, 4, 5]);
+    assert_eq!(event_seqs(store, "e", 3).await, vec![4, 5]);
     assert_eq!(store.events_after("e", 0, 2).await.unwrap().len(), 2);
     assert!(store.events_after("e", 5, 10).await.unwrap().is_empty());
     assert!(

@@ -299,6 +299,15 @@ fn whole_frames(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
 mod tests {
     use super::*;
 
+    /// A new journal at `epoch` in its own directory.
+    fn fresh(epoch: u64) -> (tempfile::TempDir, PathBuf, Journal) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let (journal, replay) = Journal::open(&path, epoch).unwrap();
+        assert!(replay.is_empty());
+        (dir, path, journal)
+    }
+
     fn frame_of(journal: &mut Journal, entries: &[Entry<'_>]) {
         journal.begin();
         for entry in entries {
@@ -309,10 +318,7 @@ mod tests {
 
     #[test]
     fn frames_come_back_in_order_and_a_torn_tail_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let (mut journal, replay) = Journal::open(&path, 3).unwrap();
-        assert!(replay.is_empty());
+        let (_dir, path, mut journal) = fresh(3);
         frame_of(
             &mut journal,
             &[Entry::PutTask {
@@ -357,9 +363,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_frame_ends_the_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let (mut journal, _) = Journal::open(&path, 0).unwrap();
+        let (_dir, path, mut journal) = fresh(0);
         frame_of(&mut journal, &[Entry::RemoveTask { id: "a" }]);
         let first_end = journal.len;
         frame_of(&mut journal, &[Entry::RemoveTask { id: "b" }]);
@@ -375,9 +379,7 @@ mod tests {
 
     #[test]
     fn epochs_decide_what_is_replayed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let (mut journal, _) = Journal::open(&path, 5).unwrap();
+        let (_dir, path, mut journal) = fresh(5);
         frame_of(&mut journal, &[Entry::RemoveTask { id: "a" }]);
         drop(journal);
         // The store's checkpoint moved on (crash before the reset): all of it is stale.
@@ -396,9 +398,7 @@ mod tests {
 
     #[test]
     fn a_frame_taken_back_is_never_replayed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let (mut journal, _) = Journal::open(&path, 0).unwrap();
+        let (_dir, path, mut journal) = fresh(0);
         frame_of(&mut journal, &[Entry::RemoveTask { id: "kept" }]);
         frame_of(&mut journal, &[Entry::RemoveTask { id: "undone" }]);
         journal.undo_last_frame();

@@ -568,13 +568,7 @@ mod tests {
             "seq {} < acknowledged {acked}",
             record.seq
         );
-        let seqs: Vec<u64> = store
-            .events_after("t1", 0, 10_000)
-            .await
-            .unwrap()
-            .iter()
-            .map(|e| e.seq)
-            .collect();
+        let seqs = crate::suite::event_seqs(&store, "t1", 0).await;
         assert_eq!(seqs, (1..=record.seq).collect::<Vec<_>>(), "no event lost");
         let configs = store.list_push_configs("t1").await.unwrap();
         assert!(
