@@ -29,6 +29,14 @@ pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 /// A journal this long is checkpointed at once, whatever the time.
 const CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
 
+/// What the writer's queue carries: requests, and the ticker's reminders that let an
+/// idle store checkpoint (a checkpoint otherwise only follows a batch).
+#[derive(Debug)]
+pub(super) enum Queued {
+    Op(WriteOp),
+    Tick,
+}
+
 #[derive(Debug)]
 pub(super) enum WriteOp {
     Commit(Box<TaskCommit>, oneshot::Sender<StoreResult<()>>),
@@ -52,16 +60,18 @@ pub(super) fn write_loop(
     hot: &SharedHot,
     mut journal: Journal,
     checkpoint_every: Duration,
-    mut queue: mpsc::Receiver<WriteOp>,
+    mut queue: mpsc::Receiver<Queued>,
 ) {
     let mut concurrent = false;
     let mut last_checkpoint = Instant::now();
     while let Some(first) = queue.blocking_recv() {
-        let batch = gather(first, &mut queue, concurrent);
-        // One request alone commits at once; several mean callers are running side by
-        // side, and the next ones are likely a fraction of an fsync away.
-        concurrent = batch.len() > 1;
-        apply_batch(db, hot, &mut journal, batch);
+        if let Queued::Op(first) = first {
+            let batch = gather(first, &mut queue, concurrent);
+            // One request alone commits at once; several mean callers are running side
+            // by side, and the next ones are likely a fraction of an fsync away.
+            concurrent = batch.len() > 1;
+            apply_batch(db, hot, &mut journal, batch);
+        }
         let due = last_checkpoint.elapsed() >= checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
         if due && journal.frames_len() > 0 {
@@ -79,20 +89,36 @@ pub(super) fn write_loop(
     }
 }
 
+/// Reminds the writer every `every` that a checkpoint may be due, until the store is
+/// dropped: without it, a store that stops being written keeps its last batches in the
+/// journal only, and every restart (a graceful one too) replays them.
+pub(super) fn tick(queue: mpsc::WeakSender<Queued>, every: Duration) {
+    loop {
+        std::thread::sleep(every);
+        let Some(queue) = queue.upgrade() else {
+            return;
+        };
+        // A full queue means the writer is busy, and it checks after every batch anyway.
+        let _ = queue.try_send(Queued::Tick);
+    }
+}
+
 /// Takes what is queued; when writers are concurrent, keeps taking until the queue has
 /// been quiet for [`GATHER_QUIET`] or [`GATHER_WINDOW`] has passed. An fsync costs far
 /// more CPU than the wait, so fewer, larger commits raise throughput and cut CPU.
-fn gather(first: WriteOp, queue: &mut mpsc::Receiver<WriteOp>, concurrent: bool) -> Vec<WriteOp> {
+fn gather(first: WriteOp, queue: &mut mpsc::Receiver<Queued>, concurrent: bool) -> Vec<WriteOp> {
     let mut batch = vec![first];
     let started = Instant::now();
     let mut last_arrival = started;
     loop {
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(op) => {
+                Ok(Queued::Op(op)) => {
                     batch.push(op);
                     last_arrival = Instant::now();
                 }
+                // The loop checks for a due checkpoint after this batch anyway.
+                Ok(Queued::Tick) => {}
                 Err(_) => break,
             }
         }
