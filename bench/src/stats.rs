@@ -76,9 +76,11 @@ impl Outcome {
         Outcome::skipped(name, server, &format!("n/a: {why}"))
     }
 
-    /// Skipped for a reason other than not applying, or with errors.
+    /// Skipped for a reason other than not applying, with errors, or with nothing
+    /// completed in its window.
     pub fn failed(&self) -> bool {
         self.errors > 0
+            || (self.skipped.is_none() && self.rps <= 0.0)
             || self
                 .skipped
                 .as_ref()
@@ -165,6 +167,23 @@ mod tests {
         assert_eq!(l.percentile_ms(50.0), Some(50.0));
         assert_eq!(l.percentile_ms(99.0), Some(99.0));
         assert_eq!(Latencies::default().percentile_ms(50.0), None);
+    }
+
+    /// The smoke run fails on these: it must prove every scenario still completes work.
+    #[test]
+    fn nothing_completed_errors_and_skips_are_failures_but_not_applicable_is_not() {
+        let ran = |rps: f64, errors: u64| Outcome {
+            name: "B1 c=256".into(),
+            server: "split".into(),
+            rps,
+            errors,
+            ..Outcome::default()
+        };
+        assert!(!ran(12.5, 0).failed());
+        assert!(ran(0.0, 0).failed(), "nothing completed in the window");
+        assert!(ran(12.5, 1).failed());
+        assert!(Outcome::skipped("B1", "js", "did not start").failed());
+        assert!(!Outcome::not_applicable("B5", "ceiling", "no tasks").failed());
     }
 
     #[test]

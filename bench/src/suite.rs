@@ -20,6 +20,8 @@ pub struct Plan {
     pub redis_requests: u32,
     /// Servers whose B7 scaling runs happen (split deployment).
     pub scaling: bool,
+    /// Most connections any scenario opens (its own figure, 256, is kept in its name).
+    pub max_concurrency: usize,
 }
 
 impl Plan {
@@ -37,14 +39,17 @@ impl Plan {
             webhook_rate: 100.0,
             redis_requests: 200_000,
             scaling: true,
+            max_concurrency: usize::MAX,
         }
     }
 
-    /// A few seconds per scenario: proves the harness works, measures nothing.
+    /// A few seconds per scenario: proves the harness works, measures nothing. Few
+    /// connections, so that even the slowest server completes requests in the window
+    /// (at 256 connections a request to the Python peer or the split takes over 1 s).
     pub fn smoke() -> Plan {
         Plan {
-            warmup: Duration::from_millis(200),
-            duration: Duration::from_secs(1),
+            warmup: Duration::from_millis(300),
+            duration: Duration::from_secs(2),
             idle_steps: vec![50],
             ticks: scenarios::Ticks {
                 subscribers: 20,
@@ -55,6 +60,7 @@ impl Plan {
             webhook_rate: 20.0,
             redis_requests: 2000,
             scaling: true,
+            max_concurrency: 16,
         }
     }
 }
@@ -64,7 +70,7 @@ fn load(server: &Server, plan: &Plan, concurrency: usize) -> Load {
         server: server.name.clone(),
         targets: server.targets.clone(),
         pids: server.pids.clone(),
-        concurrency,
+        concurrency: concurrency.min(plan.max_concurrency),
         warmup: plan.warmup,
         duration: plan.duration,
     }
