@@ -1,0 +1,304 @@
+//! The embedded store: the shared store suite, the memory cache, the journal's
+//! checkpoints and a real crash.
+
+use super::*;
+
+crate::store_test_suite!(crate::RedbStore, async {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::RedbStore::open(&dir.path().join("store.redb")).unwrap();
+    // Keep the directory alive for the test's duration.
+    std::mem::forget(dir);
+    store
+});
+
+#[tokio::test]
+async fn survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    {
+        let store = RedbStore::open(&path).unwrap();
+        store
+            .commit(crate::suite::new_commit("t1", 0, 1))
+            .await
+            .unwrap();
+        store.put_push_config(push_config("t1")).await.unwrap();
+    }
+    // The writer thread holds the database until its queue closes; wait for release.
+    let mut reopened = None;
+    for _ in 0..100 {
+        match RedbStore::open(&path) {
+            Ok(s) => {
+                reopened = Some(s);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    let store = reopened.expect("store reopens");
+    let rec = store.get("t1").await.unwrap().unwrap();
+    assert_eq!(rec.seq, 1);
+    assert_eq!(store.events_after("t1", 0, 10).await.unwrap().len(), 1);
+    // Which tasks have push configs is kept in memory: it must be rebuilt on open.
+    assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
+    // Not cached yet (written before the reopen): the compare-and-set reads the file.
+    let stale = crate::suite::new_commit("t1", 0, 1);
+    assert!(matches!(
+        store.commit(stale).await,
+        Err(StoreError::Conflict { current_seq: 1, .. })
+    ));
+}
+
+/// Set in the child process [`acknowledged_writes_survive_a_kill_9`] starts.
+const CRASH_DIR: &str = "SB_STORE_CRASH_TEST_DIR";
+
+/// The child of [`acknowledged_writes_survive_a_kill_9`] (ignored on its own): writes
+/// until killed, printing each write it has been told is durable.
+#[tokio::test]
+#[ignore = "run as a child process by acknowledged_writes_survive_a_kill_9"]
+async fn crash_child() {
+    let dir = std::env::var(CRASH_DIR).expect("started by the crash test");
+    // No checkpoint: what the kill leaves is in the journal only.
+    let never = Duration::from_secs(24 * 3600);
+    let store = RedbStore::open_checkpointing(&Path::new(&dir).join("s.redb"), never).unwrap();
+    for seq in 1u64.. {
+        let commit = crate::suite::new_commit("t1", seq - 1, seq);
+        store.commit(commit).await.unwrap();
+        if seq % 10 == 0 {
+            let config = config_named("t1", &format!("c{seq}"));
+            store.put_push_config(config).await.unwrap();
+        }
+        println!("acked {seq}");
+    }
+}
+
+/// A real crash: a child process writes, is killed with SIGKILL before any
+/// checkpoint, and every write it was told is durable is there after the reopen,
+/// replayed from the journal.
+#[tokio::test]
+async fn acknowledged_writes_survive_a_kill_9() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "redb_store::tests::crash_child"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(CRASH_DIR, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked = 0;
+    for line in std::io::BufReader::new(stdout).lines() {
+        if let Some(seq) = line.unwrap().strip_prefix("acked ") {
+            acked = seq.parse::<u64>().unwrap();
+            if acked >= 300 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(acked, 300, "the child wrote");
+    let journal = std::fs::metadata(dir.path().join("s.redb.journal")).unwrap();
+    assert!(
+        journal.len() > 16,
+        "the kill came before a checkpoint: the journal holds the writes"
+    );
+
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    let record = store.get("t1").await.unwrap().expect("the task survived");
+    assert!(
+        record.seq >= acked,
+        "seq {} < acknowledged {acked}",
+        record.seq
+    );
+    let seqs = crate::suite::event_seqs(&store, "t1", 0).await;
+    assert_eq!(seqs, (1..=record.seq).collect::<Vec<_>>(), "no event lost");
+    let configs = store.list_push_configs("t1").await.unwrap();
+    assert!(
+        configs.len() as u64 >= acked / 10,
+        "{} configs",
+        configs.len()
+    );
+    assert!(store.may_have_push_configs("t1"));
+    // The replay checkpointed: a second reopen has nothing left to replay.
+    drop(store);
+    let journal = std::fs::metadata(dir.path().join("s.redb.journal")).unwrap();
+    assert_eq!(
+        journal.len(),
+        16,
+        "the journal was emptied after the replay"
+    );
+}
+
+/// Checkpoints empty the journal, also once writes stop, and closing the store
+/// leaves nothing to replay.
+#[tokio::test]
+async fn checkpoints_empty_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let journal = dir.path().join("s.redb.journal");
+    let journal_len = || std::fs::metadata(&journal).unwrap().len();
+    // A checkpoint comes after a batch's reply, or on the ticker's reminder.
+    let emptied = || async {
+        for _ in 0..400 {
+            if journal_len() == 16 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    };
+    // Long enough that the two commits below come before the first checkpoint is due.
+    let store = RedbStore::open_checkpointing(&path, Duration::from_millis(100)).unwrap();
+    store
+        .commit(crate::suite::new_commit("t1", 0, 1))
+        .await
+        .unwrap();
+    store
+        .commit(crate::suite::new_commit("t1", 1, 2))
+        .await
+        .unwrap();
+    // Nothing is written after these: the ticker makes the idle writer checkpoint.
+    assert!(emptied().await, "a checkpoint emptied the journal");
+
+    let never = Duration::from_secs(24 * 3600);
+    drop(store);
+    let store = reopen(&path, never).await;
+    store
+        .commit(crate::suite::new_commit("t1", 2, 3))
+        .await
+        .unwrap();
+    assert!(journal_len() > 16, "journaled, not yet checkpointed");
+    drop(store);
+    assert!(emptied().await, "closing the store checkpointed");
+    let store = reopen(&path, never).await;
+    assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 3);
+}
+
+/// Opens the store again once the previous one has let go of the file.
+async fn reopen(path: &Path, checkpoint_every: Duration) -> RedbStore {
+    for _ in 0..100 {
+        if let Ok(store) = RedbStore::open_checkpointing(path, checkpoint_every) {
+            return store;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the store did not reopen");
+}
+
+fn push_config(task_id: &str) -> PushConfigRecord {
+    config_named(task_id, "c1")
+}
+
+fn config_named(task_id: &str, config_id: &str) -> PushConfigRecord {
+    crate::suite::push_config_record(task_id, config_id)
+}
+
+/// A fresh store in its own directory, holding task `task_id` at seq 1.
+async fn store_with_task(task_id: &str) -> (tempfile::TempDir, RedbStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    store
+        .commit(crate::suite::new_commit(task_id, 0, 1))
+        .await
+        .unwrap();
+    (dir, store)
+}
+
+#[tokio::test]
+async fn running_tasks_answer_from_memory_and_stay_exact() {
+    let (_dir, store) = store_with_task("t1").await;
+    assert!(
+        store.hot.read().records.contains_key("t1"),
+        "a running task is cached"
+    );
+    // A stale writer is refused from the cached sequence, as from the file.
+    assert!(matches!(
+        store.commit(crate::suite::new_commit("t1", 0, 1)).await,
+        Err(StoreError::Conflict { current_seq: 1, .. })
+    ));
+    store
+        .commit(crate::suite::new_commit("t1", 1, 2))
+        .await
+        .unwrap();
+    assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 2);
+    assert!(store.events_after("t1", 2, 10).await.unwrap().is_empty());
+    let after_first = store.events_after("t1", 1, 10).await.unwrap();
+    assert_eq!(after_first.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);
+    assert!(store.list_push_configs("t1").await.unwrap().is_empty());
+    assert!(
+        !store.may_have_push_configs("t1"),
+        "the dispatcher skips it"
+    );
+    store.put_push_config(push_config("t1")).await.unwrap();
+    assert_eq!(store.list_push_configs("t1").await.unwrap().len(), 1);
+    assert!(store.may_have_push_configs("t1"));
+    assert!(store.delete("t1").await.unwrap());
+    assert!(store.get("t1").await.unwrap().is_none());
+    assert!(!store.hot.read().records.contains_key("t1"));
+}
+
+#[tokio::test]
+async fn recent_events_answer_from_memory_without_a_gap() {
+    let (_dir, store) = store_with_task("t1").await;
+    let last = RECENT_EVENTS as u64 + 4;
+    for seq in 2..=last {
+        let commit = crate::suite::new_commit("t1", seq - 1, seq);
+        store.commit(commit).await.unwrap();
+    }
+    assert_eq!(store.hot.read().events["t1"].len(), RECENT_EVENTS);
+    let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    // Older than what memory keeps: read from the file, whole and in order.
+    let all = store.events_after("t1", 0, 100).await.unwrap();
+    assert_eq!(seqs(all), (1..=last).collect::<Vec<_>>());
+    let from_memory = store.hot.read().events_after("t1", last - 3, 2).unwrap();
+    assert_eq!(seqs(from_memory), [last - 2, last - 1]);
+    assert!(store.hot.read().events_after("t1", 1, 100).is_none());
+    assert!(store.delete("t1").await.unwrap());
+    assert!(!store.hot.read().events.contains_key("t1"));
+    assert!(store.events_after("t1", 0, 100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn cached_push_configs_follow_every_change() {
+    let (_dir, store) = store_with_task("t1").await;
+    let ids = |configs: Vec<PushConfigRecord>| {
+        configs
+            .into_iter()
+            .map(|c| c.config.id.unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    store
+        .put_push_config(config_named("t1", "c2"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(config_named("t1", "c1"))
+        .await
+        .unwrap();
+    assert_eq!(ids(store.hot.read().push["t1"].clone()), ["c1", "c2"]);
+    assert_eq!(
+        ids(store.list_push_configs("t1").await.unwrap()),
+        ["c1", "c2"]
+    );
+
+    store.advance_push_cursor("t1", "c2", 7).await.unwrap();
+    let c2 = store.get_push_config("t1", "c2").await.unwrap().unwrap();
+    assert_eq!(c2.from_seq, 7, "a moved cursor is seen at once");
+
+    assert!(store.delete_push_config("t1", "c1").await.unwrap());
+    assert!(store.get_push_config("t1", "c1").await.unwrap().is_none());
+    assert_eq!(ids(store.list_push_configs("t1").await.unwrap()), ["c2"]);
+
+    store.delete_push_configs("t1").await.unwrap();
+    assert!(store.list_push_configs("t1").await.unwrap().is_empty());
+    assert!(!store.hot.read().push.contains_key("t1"));
+
+    // A task not in memory is answered from the file, never from a stale copy.
+    store
+        .put_push_config(config_named("cold", "c1"))
+        .await
+        .unwrap();
+    assert!(!store.hot.read().push.contains_key("cold"));
+    assert_eq!(ids(store.list_push_configs("cold").await.unwrap()), ["c1"]);
+}
