@@ -6,8 +6,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> std::process::ExitCode {
     // No transparent huge pages: mimalloc asks for them on its arenas, and a server
     // holding many idle connections then pays whole 2 MiB pages for scattered small
-    // objects. Measured on B4 (6,000 held streams): 50 -> 37 KB of memory per stream,
-    // the same CPU per task under B1. Best effort: without it we only use more memory.
+    // objects. Measured on B4 (6,000 held streams): 50 -> 37 KB of memory per stream;
+    // no clear change in B1's CPU per task (bench/profile.md). Best effort: without it
+    // we only use more memory.
     #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);
     switchboard::main()
