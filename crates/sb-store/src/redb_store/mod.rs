@@ -169,18 +169,9 @@ impl RedbStore {
             .set_cache_size(PAGE_CACHE_BYTES)
             .create(path)
             .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
-        let txn = db.begin_write().map_err(StoreError::backend)?;
-        {
-            txn.open_table(TASKS).map_err(StoreError::backend)?;
-            txn.open_table(EVENTS).map_err(StoreError::backend)?;
-            txn.open_table(PUSH).map_err(StoreError::backend)?;
-            txn.open_table(DEAD).map_err(StoreError::backend)?;
-            txn.open_table(tables::META).map_err(StoreError::backend)?;
-        }
-        txn.commit().map_err(StoreError::backend)?;
+        let epoch = tables::create_all(&db)?;
         let mut journal_path = path.as_os_str().to_owned();
         journal_path.push(".journal");
-        let epoch = tables::checkpointed_epoch(&db)?;
         let (mut journal, unapplied) = journal::Journal::open(Path::new(&journal_path), epoch)?;
         if !unapplied.is_empty() {
             tables::replay(&db, &mut journal, &unapplied)?;

@@ -8,7 +8,7 @@ use super::{DEAD, EVENTS, PUSH, TASKS};
 use crate::traits::{StoreError, StoreResult};
 
 /// Store-wide facts: the journal epoch of the last checkpoint.
-pub(super) const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 const JOURNAL_EPOCH: &str = "journal_epoch";
 
 pub(super) type PushTable<'txn> = redb::Table<'txn, (&'static str, &'static str), &'static [u8]>;
@@ -63,10 +63,15 @@ impl<'txn> Tables<'txn> {
     }
 }
 
-/// The epoch the last checkpoint recorded (0 for a new store).
-pub(super) fn checkpointed_epoch(db: &Database) -> StoreResult<u64> {
+/// Creates every table the store uses (a new file has none) and returns the epoch the
+/// last checkpoint recorded (0 for a new store).
+pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
     let txn = db.begin_write().map_err(StoreError::backend)?;
     let epoch = {
+        txn.open_table(TASKS).map_err(StoreError::backend)?;
+        txn.open_table(EVENTS).map_err(StoreError::backend)?;
+        txn.open_table(PUSH).map_err(StoreError::backend)?;
+        txn.open_table(DEAD).map_err(StoreError::backend)?;
         let meta = txn.open_table(META).map_err(StoreError::backend)?;
         let epoch = meta.get(JOURNAL_EPOCH).map_err(StoreError::backend)?;
         epoch.map(|e| e.value()).unwrap_or(0)

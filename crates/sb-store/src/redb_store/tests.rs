@@ -24,17 +24,7 @@ async fn survives_reopen() {
         store.put_push_config(push_config("t1")).await.unwrap();
     }
     // The writer thread holds the database until its queue closes; wait for release.
-    let mut reopened = None;
-    for _ in 0..100 {
-        match RedbStore::open(&path) {
-            Ok(s) => {
-                reopened = Some(s);
-                break;
-            }
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-        }
-    }
-    let store = reopened.expect("store reopens");
+    let store = reopen(&path, super::writer::CHECKPOINT_EVERY).await;
     let rec = store.get("t1").await.unwrap().unwrap();
     assert_eq!(rec.seq, 1);
     assert_eq!(store.events_after("t1", 0, 10).await.unwrap().len(), 1);
