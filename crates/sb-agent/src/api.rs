@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use futures::FutureExt;
+use futures::future::{Either, ready};
 use sb_protocol::card::AgentSkill;
 use sb_protocol::*;
 use sb_tasks::{TaskService, TaskUpdate};
@@ -161,29 +163,40 @@ impl Reporter {
     }
 
     /// Working, with an optional progress message (kept on the task as its status).
-    pub async fn working(&self, progress: Option<String>) -> Result<(), A2AError> {
+    ///
+    /// Like every report that does not end the turn, the update is queued when this is
+    /// called (in order with the others) and committed in the background; awaiting it
+    /// waits only while too many updates are queued, and returns a refusal of an
+    /// earlier update.
+    pub fn working(
+        &self,
+        progress: Option<String>,
+    ) -> impl Future<Output = Result<(), A2AError>> + Send + 'static {
         let message = progress.map(Message::agent_text);
         let update = TaskUpdate::Status {
             state: TaskState::Working,
             message,
         };
-        self.outbox.send(update).await.map(drop)
+        self.outbox.send(update).map(|sent| sent.map(drop))
     }
 
-    /// Adds an artifact chunk: `append` extends the artifact with the same id.
-    pub async fn artifact(
+    /// Adds an artifact chunk: `append` extends the artifact with the same id. Queued
+    /// when called, as [`Reporter::working`].
+    pub fn artifact(
         &self,
         artifact: Artifact,
         append: bool,
         last_chunk: bool,
-    ) -> Result<(), A2AError> {
-        sb_tasks::lifecycle::check_artifact(&artifact, self.task_id())?;
-        let update = TaskUpdate::Artifact {
-            artifact,
-            append,
-            last_chunk,
+    ) -> impl Future<Output = Result<(), A2AError>> + Send + 'static {
+        let sent = match sb_tasks::lifecycle::check_artifact(&artifact, self.task_id()) {
+            Err(invalid) => Either::Left(ready(Err(invalid))),
+            Ok(()) => Either::Right(self.outbox.send(TaskUpdate::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            })),
         };
-        self.outbox.send(update).await.map(drop)
+        sent.map(|sent| sent.map(drop))
     }
 
     /// Asks the user a question; the task waits in input-required for the answer.

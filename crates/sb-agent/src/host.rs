@@ -63,29 +63,44 @@ impl AgentHost {
             cancel: cancel.clone(),
         };
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
+        let kept_open = reporter.clone();
+        // Boxed: the run's future keeps what it captured for as long as it runs, and the
+        // context (~0.6 KB) is needed only to start the agent.
+        let ctx = Box::new(ctx);
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
         self.runs.spawn(async move {
-            // Subscribe before the run starts so no terminal event can slip past the watcher.
-            let watcher = match bus.subscribe(&task_id).await {
-                Ok(watch) => tokio::spawn(cancel_when_finished(watch, cancel.clone())),
+            // Subscribe before the run starts so no terminal event can slip past the watch.
+            let watch = match bus.subscribe(&task_id).await {
+                Ok(watch) => watch,
                 Err(e) => {
-                    settle(&*tasks, &task_id, Some(Err(AgentError(format!("cannot watch the task: {e}"))))).await;
+                    settle(
+                        &*tasks,
+                        &task_id,
+                        Some(Err(AgentError(format!("cannot watch the task: {e}")))),
+                    )
+                    .await;
                     let _ = turn_over.send(());
                     return;
                 }
             };
-            let kept_open = reporter.clone();
+            // The watch runs inside the run, not as a task of its own: one task per turn,
+            // and a held run costs one future less.
             let outcome = tokio::select! {
-                result = agent.execute(ctx, reporter) => Some(result),
-                () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
+                result = agent.execute(*ctx, reporter) => Some(result),
+                () = async {
+                    tokio::select! {
+                        () = cancel_when_finished(watch, &cancel) => {}
+                        () = cancel.cancelled() => {}
+                    }
+                    tokio::time::sleep(CANCEL_GRACE).await;
+                } => None,
             };
             // What the agent reported must be durable, or refused, before its turn is judged.
             let outcome = match outcome {
                 Some(Ok(())) => Some(kept_open.flush().await.map_err(AgentError::from)),
                 other => other,
             };
-            watcher.abort();
             if !(kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())))) {
                 settle(&*tasks, &task_id, outcome).await;
             }
@@ -102,16 +117,17 @@ impl AgentHost {
 }
 
 /// Cancels the run when the task reaches a terminal state it did not set itself
-/// (a client's cancel, a deadline): the agent sees `ctx.cancel` fire.
+/// (a client's cancel, a deadline): the agent sees `ctx.cancel` fire. Never returns if
+/// the bus closes first (the process is stopping and the run is drained).
 async fn cancel_when_finished(
     mut watch: broadcast::Receiver<sb_store::StoredEvent>,
-    cancel: CancellationToken,
+    cancel: &CancellationToken,
 ) {
     loop {
         match watch.recv().await {
             Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
         }
     }
     cancel.cancel();
@@ -136,5 +152,91 @@ async fn settle(tasks: &dyn TaskService, task_id: &str, outcome: Option<Result<(
         Ok(Some(_)) => tracing::warn!(task_id, reason, "agent run ended without a final state"),
         Ok(None) => {}
         Err(e) => tracing::error!(task_id, error = %e, "could not settle an agent run"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use async_trait::async_trait;
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, NewTask, Scope};
+
+    use super::*;
+
+    /// Reports working, then waits for `ctx.cancel` and notes that it fired.
+    #[derive(Debug, Default)]
+    struct WaitsForCancel {
+        saw_cancel: AtomicBool,
+    }
+
+    #[async_trait]
+    impl Agent for WaitsForCancel {
+        fn describe(&self) -> AgentDescriptor {
+            AgentDescriptor {
+                description: String::new(),
+                skills: Vec::new(),
+                input_modes: Vec::new(),
+                output_modes: Vec::new(),
+            }
+        }
+
+        async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            reporter.working(None).await?;
+            ctx.cancel.cancelled().await;
+            self.saw_cancel.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_cancel_reaches_the_running_agent() {
+        let bus = Arc::new(LocalBus::new());
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            bus.clone(),
+        ));
+        let agent = Arc::new(WaitsForCancel::default());
+        let agents = BTreeMap::from([("a".to_owned(), agent.clone() as Arc<dyn Agent>)]);
+        let host = AgentHost::new(agents, tasks.clone(), bus);
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("go")
+        };
+        let record = tasks
+            .create(NewTask {
+                scope: scope.clone(),
+                message: message.clone(),
+                metadata: None,
+            })
+            .await
+            .unwrap();
+        let turn = host.dispatch(&record, message);
+        let working = async {
+            while tasks.get(&scope, &record.task.id).await.unwrap().state() != TaskState::Working {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), working)
+            .await
+            .expect("the agent reports working");
+        tasks.cancel(&scope, &record.task.id).await.unwrap();
+        // Well inside CANCEL_GRACE: the agent stopped on its own, it was not dropped.
+        tokio::time::timeout(Duration::from_secs(2), turn)
+            .await
+            .expect("the turn ends once the agent sees the cancel")
+            .unwrap();
+        assert!(agent.saw_cancel.load(Ordering::SeqCst));
+        let now = tasks.get(&scope, &record.task.id).await.unwrap();
+        assert_eq!(
+            now.state(),
+            TaskState::Canceled,
+            "and nothing settles it again"
+        );
     }
 }

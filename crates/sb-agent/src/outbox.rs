@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Either, Ready, ready};
 use parking_lot::Mutex;
 use sb_protocol::{A2AError, ErrorKind, Task};
 use sb_tasks::{TaskService, TaskUpdate};
@@ -27,6 +29,17 @@ pub(crate) struct Outbox {
     rounds: watch::Sender<u64>,
 }
 
+/// An update being queued: ready at once, unless the queue was full.
+pub(crate) type Sending =
+    Either<Ready<Result<u64, A2AError>>, BoxFuture<'static, Result<u64, A2AError>>>;
+
+/// What became of an update offered to the queue.
+enum Offer {
+    Queued(u64),
+    Refused(A2AError),
+    Full(TaskUpdate),
+}
+
 #[derive(Debug, Default)]
 struct State {
     queued: Vec<TaskUpdate>,
@@ -39,8 +52,11 @@ struct State {
     /// Why a queued update was refused, for the next caller. The updates queued after
     /// it were dropped: the agent would have stopped at the error had it waited.
     refused: Option<A2AError>,
-    /// The task as the last successful round stored it.
-    stored: Option<Task>,
+    /// Callers of `send_and_wait` still waiting for the task as stored.
+    awaiting_task: usize,
+    /// The task as the last successful round stored it, kept only while someone waits
+    /// for it: a task held open for hours must not keep a copy of itself here.
+    stored: Option<Box<Task>>,
 }
 
 impl Outbox {
@@ -59,26 +75,48 @@ impl Outbox {
 
     /// Queues `update` and returns without waiting for it to be durable. A refusal of
     /// an earlier update is returned instead (and this update is not queued).
-    pub(crate) async fn send(self: &Arc<Self>, update: TaskUpdate) -> Result<u64, A2AError> {
-        let mut update = Some(update);
+    ///
+    /// The update is queued when this is called; the future waits only when the queue
+    /// is full. It is small on purpose (the waiting part is boxed, and only made when
+    /// needed): an agent's own future holds it, and a run held open for hours keeps
+    /// that future's largest state the whole time.
+    pub(crate) fn send(self: &Arc<Self>, update: TaskUpdate) -> Sending {
+        match self.offer(update) {
+            Offer::Queued(ordinal) => Either::Left(ready(Ok(ordinal))),
+            Offer::Refused(err) => Either::Left(ready(Err(err))),
+            Offer::Full(update) => Either::Right(self.clone().send_when_room(update).boxed()),
+        }
+    }
+
+    /// Queues `update` if there is room.
+    fn offer(self: &Arc<Self>, update: TaskUpdate) -> Offer {
+        let mut state = self.state.lock();
+        if let Some(err) = state.refused.take() {
+            return Offer::Refused(err);
+        }
+        if state.queued.len() >= MAX_QUEUED {
+            return Offer::Full(update);
+        }
+        state.queued.push(update);
+        state.last_queued += 1;
+        if !state.committing {
+            state.committing = true;
+            // The commits belong to the agent's turn: its trace, its span.
+            let committer = self.clone().commit_queued();
+            tokio::spawn(committer.instrument(tracing::Span::current()));
+        }
+        Offer::Queued(state.last_queued)
+    }
+
+    /// Backpressure: waits for commit rounds until the queue has room for `update`.
+    async fn send_when_room(self: Arc<Self>, mut update: TaskUpdate) -> Result<u64, A2AError> {
         loop {
+            // Subscribed before the offer, so a round that ends in between still counts.
             let mut rounds = self.rounds.subscribe();
-            {
-                let mut state = self.state.lock();
-                if let Some(err) = state.refused.take() {
-                    return Err(err);
-                }
-                if state.queued.len() < MAX_QUEUED {
-                    state.queued.extend(update.take());
-                    state.last_queued += 1;
-                    if !state.committing {
-                        state.committing = true;
-                        // The commits belong to the agent's turn: its trace, its span.
-                        let committer = self.clone().commit_queued();
-                        tokio::spawn(committer.instrument(tracing::Span::current()));
-                    }
-                    return Ok(state.last_queued);
-                }
+            match self.offer(update) {
+                Offer::Queued(ordinal) => return Ok(ordinal),
+                Offer::Refused(err) => return Err(err),
+                Offer::Full(back) => update = back,
             }
             if rounds.changed().await.is_err() {
                 return Err(committer_gone());
@@ -91,9 +129,15 @@ impl Outbox {
         self: &Arc<Self>,
         update: TaskUpdate,
     ) -> Result<Task, A2AError> {
+        let _awaiting = AwaitingTask::register(self);
         let ordinal = self.send(update).await?;
         self.wait_for(ordinal).await?;
-        self.state.lock().stored.clone().ok_or_else(committer_gone)
+        self.state
+            .lock()
+            .stored
+            .as_deref()
+            .cloned()
+            .ok_or_else(committer_gone)
     }
 
     /// Waits until every update queued so far is durable; returns a refusal not yet
@@ -139,7 +183,7 @@ impl Outbox {
                 let mut state = self.state.lock();
                 state.done_through = match outcome {
                     Ok(task) => {
-                        state.stored = Some(task);
+                        state.stored = (state.awaiting_task > 0).then(|| Box::new(task));
                         through
                     }
                     // What queued meanwhile is dropped with the refused update: done too.
@@ -173,6 +217,27 @@ impl Outbox {
             stored = Some(self.tasks.update(&self.task_id, update).await?.task);
         }
         stored.ok_or(err)
+    }
+}
+
+/// A `send_and_wait` caller in progress; the stored task is dropped with the last one
+/// (also when the caller is dropped mid-wait, e.g. a canceled agent run).
+struct AwaitingTask<'a>(&'a Outbox);
+
+impl<'a> AwaitingTask<'a> {
+    fn register(outbox: &'a Outbox) -> AwaitingTask<'a> {
+        outbox.state.lock().awaiting_task += 1;
+        AwaitingTask(outbox)
+    }
+}
+
+impl Drop for AwaitingTask<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock();
+        state.awaiting_task -= 1;
+        if state.awaiting_task == 0 {
+            state.stored = None;
+        }
     }
 }
 
@@ -278,6 +343,35 @@ mod tests {
         );
         let expected = [TaskState::Working, TaskState::Working, TaskState::Completed];
         assert_eq!(states(&tasks, &id).await, expected.map(Some));
+    }
+
+    #[tokio::test]
+    async fn a_report_is_queued_when_called_and_its_future_is_small() {
+        let (_store, tasks, id) = task().await;
+        let reporter = crate::api::Reporter::new(tasks.clone(), id.clone());
+        let report = reporter.working(None);
+        // An agent's future holds this across the await: held runs pay its size.
+        let size = std::mem::size_of_val(&report);
+        assert!(size <= 128, "a report's future takes {size} bytes");
+        drop(report);
+        reporter.flush().await.unwrap();
+        assert_eq!(states(&tasks, &id).await, [Some(TaskState::Working)]);
+    }
+
+    #[tokio::test]
+    async fn no_copy_of_the_task_is_kept_once_nobody_waits_for_it() {
+        let (_store, tasks, id) = task().await;
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        outbox.flush().await.unwrap();
+        assert!(outbox.state.lock().stored.is_none(), "nobody waited");
+        let stored = outbox
+            .send_and_wait(status(TaskState::InputRequired))
+            .await
+            .unwrap();
+        assert_eq!(stored.status.state, TaskState::InputRequired);
+        assert!(outbox.state.lock().stored.is_none(), "the waiter took it");
+        assert_eq!(outbox.state.lock().awaiting_task, 0);
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ use crate::traits::{EventBus, StoreResult};
 /// How many events a slow subscriber may fall behind before it must refill from the log.
 /// Small on purpose: a channel's slots are allocated up front, per watched task, and a
 /// subscriber that lags reads the log instead, losing nothing.
-const CHANNEL_CAPACITY: usize = 16;
+const CHANNEL_CAPACITY: usize = 8;
 
 /// How far the all-tasks channel may run ahead of its slowest receiver.
 const ALL_CAPACITY: usize = 8192;

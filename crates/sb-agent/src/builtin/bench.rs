@@ -81,37 +81,46 @@ impl Agent for BenchAgent {
                 ctx.cancel.cancelled().await;
                 Ok(())
             }
+            // Boxed: a held run (thousands at once in B4) keeps only the small `hold` state.
             Command::Tick {
                 count,
                 interval,
                 delay,
-            } => {
-                reporter.working(None).await?;
-                let pause = |d: Duration| {
-                    let cancel = ctx.cancel.clone();
-                    async move {
-                        tokio::select! {
-                            () = tokio::time::sleep(d) => true,
-                            () = cancel.cancelled() => false,
-                        }
-                    }
-                };
-                if !pause(delay).await {
-                    return Ok(());
-                }
-                for _ in 0..count {
-                    reporter
-                        .working(Some(format!("t={}", unix_micros())))
-                        .await?;
-                    if !pause(interval).await {
-                        return Ok(());
-                    }
-                }
-                reporter.complete(None).await?;
-                Ok(())
-            }
+            } => Box::pin(tick(ctx, reporter, count, interval, delay)).await,
         }
     }
+}
+
+async fn tick(
+    ctx: TaskContext,
+    reporter: Reporter,
+    count: u32,
+    interval: Duration,
+    delay: Duration,
+) -> Result<(), AgentError> {
+    reporter.working(None).await?;
+    let pause = |d: Duration| {
+        let cancel = ctx.cancel.clone();
+        async move {
+            tokio::select! {
+                () = tokio::time::sleep(d) => true,
+                () = cancel.cancelled() => false,
+            }
+        }
+    };
+    if !pause(delay).await {
+        return Ok(());
+    }
+    for _ in 0..count {
+        reporter
+            .working(Some(format!("t={}", unix_micros())))
+            .await?;
+        if !pause(interval).await {
+            return Ok(());
+        }
+    }
+    reporter.complete(None).await?;
+    Ok(())
 }
 
 #[cfg(test)]
