@@ -8,7 +8,9 @@ use futures::FutureExt;
 use futures::future::{Either, ready};
 use sb_protocol::card::AgentSkill;
 use sb_protocol::*;
+use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
+use tokio::sync::oneshot;
 
 use crate::outbox::Outbox;
 use tokio_util::sync::CancellationToken;
@@ -93,12 +95,31 @@ pub struct Reporter {
 
 impl Reporter {
     pub fn new(tasks: Arc<dyn TaskService>, task_id: String) -> Reporter {
+        Reporter::with_outbox(Arc::new(Outbox::new(tasks, task_id)))
+    }
+
+    /// A reporter for a task not stored yet: its first commit creates the task from
+    /// `draft` (see [`crate::AgentHost::start`]); `created` hears how that went.
+    pub(crate) fn creating(
+        tasks: Arc<dyn TaskService>,
+        draft: TaskRecord,
+        created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+    ) -> Reporter {
+        Reporter::with_outbox(Outbox::creating(tasks, draft, created))
+    }
+
+    fn with_outbox(outbox: Arc<Outbox>) -> Reporter {
         Reporter {
-            outbox: Arc::new(Outbox::new(tasks, task_id)),
+            outbox,
             kept_open: Arc::new(AtomicBool::new(false)),
             ended: Arc::new(AtomicBool::new(false)),
             streamed: Arc::default(),
         }
+    }
+
+    /// Whether the task's creation failed, so there is no task to settle.
+    pub(crate) fn never_created(&self) -> bool {
+        self.outbox.never_created()
     }
 
     /// Streams text into an artifact as a delta: only the new text travels (an artifact

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sb_protocol::*;
 use sb_store::{EventBus, TaskRecord};
-use sb_tasks::TaskService;
+use sb_tasks::{NewTask, TaskService};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -50,36 +50,80 @@ impl AgentHost {
     /// Starts a turn of the task's agent for `message` in the background. The returned
     /// receiver resolves when the turn is over (whatever state the task is in then).
     pub fn dispatch(&self, record: &TaskRecord, message: Message) -> oneshot::Receiver<()> {
+        let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
+        self.run(record, message, reporter).0
+    }
+
+    /// Creates a task for `new` and starts its first turn, with the agent running while
+    /// the creation is on its way to the store: the creation is committed together with
+    /// what the agent reports first (for the echo agent, everything), one durable write
+    /// instead of two. Returns the task as created (submitted) once that is durable, or
+    /// why it could not be created (the agent is then canceled, and its reports are
+    /// refused). Where the task service cannot draft tasks, creates, then dispatches.
+    pub async fn start(
+        &self,
+        new: NewTask,
+    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+        if !self.tasks.can_draft() || !self.agents.contains_key(&new.scope.agent) {
+            let record = self.tasks.create(new).await?;
+            let turn = self.dispatch(&record, first_message(&record)?);
+            return Ok((record, turn));
+        }
+        let draft = self.tasks.draft(new)?;
+        let first = first_message(&draft)?;
+        let (created_tx, created) = oneshot::channel();
+        let reporter = Reporter::creating(self.tasks.clone(), draft.clone(), created_tx);
+        let (turn, cancel) = self.run(&draft, first, reporter);
+        match created.await {
+            Ok(Ok(record)) => Ok((record, turn)),
+            Ok(Err(err)) => {
+                cancel.cancel();
+                Err(err)
+            }
+            Err(_) => {
+                cancel.cancel();
+                Err(
+                    A2AError::internal("the task's creation was abandoned; try again")
+                        .retryable(true),
+                )
+            }
+        }
+    }
+
+    /// Spawns the agent's run for one turn; returns when it is over and its cancel.
+    fn run(
+        &self,
+        record: &TaskRecord,
+        message: Message,
+        reporter: Reporter,
+    ) -> (oneshot::Receiver<()>, CancellationToken) {
         let (turn_over, turn) = oneshot::channel();
+        let cancel = CancellationToken::new();
         let Some(agent) = self.agents.get(&record.agent).cloned() else {
             tracing::error!(task_id = %record.task.id, agent = %record.agent, "no such agent hosted here");
-            return turn;
+            return (turn, cancel);
         };
-        let cancel = CancellationToken::new();
         let bus = self.bus.clone();
         let ctx = TaskContext {
             task: record.task.clone(),
             message,
             cancel: cancel.clone(),
         };
-        let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
         let kept_open = reporter.clone();
         // Boxed: the run's future keeps what it captured for as long as it runs, and the
         // context (~0.6 KB) is needed only to start the agent.
         let ctx = Box::new(ctx);
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
+        let watched = cancel.clone();
         self.runs.spawn(async move {
+            let cancel = watched;
             // Subscribe before the run starts so no terminal event can slip past the watch.
             let watch = match bus.subscribe(&task_id).await {
                 Ok(watch) => watch,
                 Err(e) => {
-                    settle(
-                        &*tasks,
-                        &task_id,
-                        Some(Err(AgentError(format!("cannot watch the task: {e}")))),
-                    )
-                    .await;
+                    let reason = AgentError(format!("cannot watch the task: {e}"));
+                    settle(&*tasks, &task_id, Some(Err(reason))).await;
                     let _ = turn_over.send(());
                     return;
                 }
@@ -101,12 +145,13 @@ impl AgentHost {
                 Some(Ok(())) => Some(kept_open.flush().await.map_err(AgentError::from)),
                 other => other,
             };
-            if !(kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())))) {
+            let settled = kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())));
+            if !settled && !kept_open.never_created() {
                 settle(&*tasks, &task_id, outcome).await;
             }
             let _ = turn_over.send(());
         });
-        turn
+        (turn, cancel)
     }
 
     /// Waits for running turns, at most `grace`. Returns whether all finished.
@@ -114,6 +159,16 @@ impl AgentHost {
         self.runs.close();
         tokio::time::timeout(grace, self.runs.wait()).await.is_ok()
     }
+}
+
+/// The user message that starts a task's first turn.
+pub(crate) fn first_message(record: &TaskRecord) -> Result<Message, A2AError> {
+    record
+        .task
+        .history
+        .first()
+        .cloned()
+        .ok_or_else(|| A2AError::internal("a new task has no message"))
 }
 
 /// Cancels the run when the task reaches a terminal state it did not set itself
@@ -164,6 +219,122 @@ mod tests {
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 
     use super::*;
+    use crate::builtin::EchoAgent;
+    use crate::testing::CountingStore;
+
+    fn scope() -> Scope {
+        Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        }
+    }
+
+    fn new_task(text: &str) -> NewTask {
+        NewTask {
+            scope: scope(),
+            message: Message {
+                role: Role::User,
+                ..Message::agent_text(text)
+            },
+            metadata: None,
+        }
+    }
+
+    /// A host of `agent` as "a" over a counting store.
+    fn host_of(agent: Arc<dyn Agent>) -> (AgentHost, Arc<CountingStore>, Arc<LocalTaskService>) {
+        let store = Arc::new(CountingStore::default());
+        let bus = Arc::new(LocalBus::new());
+        let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
+        let agents = BTreeMap::from([("a".to_owned(), agent)]);
+        (AgentHost::new(agents, tasks.clone(), bus), store, tasks)
+    }
+
+    async fn states(tasks: &LocalTaskService, id: &str) -> Vec<Option<TaskState>> {
+        let events = tasks.events_after(id, 0, 100).await.unwrap();
+        events.iter().map(|e| e.event.state()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_task_and_its_agents_first_reports_are_one_commit() {
+        let (host, store, tasks) = host_of(Arc::new(EchoAgent));
+        let (created, turn) = host.start(new_task("hi")).await.unwrap();
+        assert_eq!((created.seq, created.state()), (1, TaskState::Submitted));
+        turn.await.unwrap();
+        assert_eq!(store.commits.load(Ordering::SeqCst), 1);
+        let id = &created.task.id;
+        let done = tasks.get(&scope(), id).await.unwrap();
+        assert_eq!(done.state(), TaskState::Completed);
+        assert_eq!(done.task.artifacts[0].parts[0].as_text(), Some("hi"));
+        use TaskState::*;
+        let expected = [Some(Submitted), Some(Working), None, Some(Completed)];
+        assert_eq!(states(&tasks, id).await, expected);
+    }
+
+    /// Reports a burst the task service refuses as a whole: completed, then working.
+    #[derive(Debug, Default)]
+    struct CompletesThenWorks {
+        refused: parking_lot::Mutex<Option<A2AError>>,
+    }
+
+    #[async_trait]
+    impl Agent for CompletesThenWorks {
+        fn describe(&self) -> AgentDescriptor {
+            WaitsForCancel::default().describe()
+        }
+
+        async fn execute(&self, _ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            reporter.working(None).await?;
+            // Both queue on their first poll, in this order, before the first commit round.
+            let late = async { reporter.working(None).await };
+            let (done, late) = tokio::join!(reporter.complete(None), late);
+            let flushed = reporter.flush().await;
+            *self.refused.lock() = done.err().or(late.err()).or(flushed.err());
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_report_in_the_first_burst_still_creates_the_task() {
+        let agent = Arc::new(CompletesThenWorks::default());
+        let (host, _store, tasks) = host_of(agent.clone());
+        let (created, turn) = host.start(new_task("hi")).await.unwrap();
+        turn.await.unwrap();
+        use TaskState::*;
+        let expected = [Some(Submitted), Some(Working), Some(Completed)];
+        assert_eq!(states(&tasks, &created.task.id).await, expected);
+        let refused = agent
+            .refused
+            .lock()
+            .take()
+            .expect("the late working is refused");
+        assert_eq!(refused.kind, ErrorKind::UnsupportedOperation, "{refused:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_creation_is_the_callers_error_and_cancels_the_agent() {
+        let agent = Arc::new(WaitsForCancel::default());
+        let (host, store, tasks) = host_of(agent.clone());
+        store.failing.store(true, Ordering::SeqCst);
+        let err = host.start(new_task("hi")).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Internal, "{err:?}");
+        assert!(err.retryable);
+        // The agent was told, and nothing tries to settle a task that does not exist.
+        tokio::time::timeout(Duration::from_secs(2), async {
+            while !agent.saw_cancel.load(Ordering::SeqCst) {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the agent sees the cancel");
+        assert!(host.drain(Duration::from_secs(2)).await);
+        let listed = tasks.list(&scope(), &Default::default()).await.unwrap();
+        assert_eq!(listed.total, 0);
+        store.failing.store(false, Ordering::SeqCst);
+        assert!(
+            host.start(new_task("again")).await.is_ok(),
+            "its open-task slot was freed"
+        );
+    }
 
     /// Reports working, then waits for `ctx.cancel` and notes that it fired.
     #[derive(Debug, Default)]

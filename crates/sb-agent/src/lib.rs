@@ -9,15 +9,19 @@
 //! - [`outbox`]: how a reporter pipelines an agent's updates into as few commits as
 //!   the store's pace allows.
 //! - [`host`]: [`AgentHost`], which owns each run (never the HTTP request), watches for
-//!   cancellation and fails runs that end without a final state.
+//!   cancellation and fails runs that end without a final state. A new task's agent
+//!   starts while the task's creation is on its way to the store, so the creation and
+//!   the agent's first reports are one commit ([`AgentHost::start`]).
 //! - [`runner`]: [`TurnRunner`], how the edge starts turns wherever agents run.
-//! - [`builtin`]: `echo`, `consolidate` and `conformance`.
+//! - [`builtin`]: `echo`, `consolidate`, `conformance` and `bench`.
 
 pub mod api;
 pub mod builtin;
 pub mod host;
 mod outbox;
 pub mod runner;
+#[cfg(test)]
+mod testing;
 
 pub use api::*;
 pub use host::AgentHost;

@@ -6,6 +6,10 @@
 //! model emitting tokens, the echo agent's three updates in a row) then pays one
 //! durable write per burst instead of one per update. Nothing is seen early: the task
 //! service publishes events only once their commit is durable.
+//!
+//! An outbox may also be [`Outbox::creating`] its task: the first round then creates
+//! the task together with what the agent reported meanwhile
+//! ([`TaskService::create_with`]), one commit where there would be two.
 
 use std::sync::Arc;
 
@@ -13,8 +17,9 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Either, Ready, ready};
 use parking_lot::Mutex;
 use sb_protocol::{A2AError, ErrorKind, Task};
+use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tracing::Instrument;
 
 /// Updates queued at most; a caller past it waits for the committer (backpressure).
@@ -33,6 +38,14 @@ pub(crate) struct Outbox {
 pub(crate) type Sending =
     Either<Ready<Result<u64, A2AError>>, BoxFuture<'static, Result<u64, A2AError>>>;
 
+/// A task still to be created by the outbox's first round, and who waits to hear how
+/// that went (the task as created, or why not).
+#[derive(Debug)]
+struct Creation {
+    draft: TaskRecord,
+    created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+}
+
 /// What became of an update offered to the queue.
 enum Offer {
     Queued(u64),
@@ -49,6 +62,10 @@ struct State {
     done_through: u64,
     /// A committer task is running (it runs until the queue is empty).
     committing: bool,
+    /// The task still to be created, until the first round takes it.
+    creation: Option<Creation>,
+    /// The task's creation failed: there is nothing to settle.
+    never_created: bool,
     /// Why a queued update was refused, for the next caller. The updates queued after
     /// it were dropped: the agent would have stopped at the error had it waited.
     refused: Option<A2AError>,
@@ -67,6 +84,30 @@ impl Outbox {
             state: Mutex::default(),
             rounds: watch::Sender::new(0),
         }
+    }
+
+    /// An outbox for a task not stored yet: its first round, which starts at once,
+    /// creates the task from `draft` with whatever the agent reported by then, and
+    /// tells `created` how that went.
+    pub(crate) fn creating(
+        tasks: Arc<dyn TaskService>,
+        draft: TaskRecord,
+        created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+    ) -> Arc<Outbox> {
+        let outbox = Arc::new(Outbox::new(tasks, draft.task.id.clone()));
+        {
+            let mut state = outbox.state.lock();
+            state.creation = Some(Creation { draft, created });
+            state.committing = true;
+        }
+        let committer = outbox.clone().commit_queued();
+        tokio::spawn(committer.instrument(tracing::Span::current()));
+        outbox
+    }
+
+    /// Whether the task's creation failed (so it does not exist).
+    pub(crate) fn never_created(&self) -> bool {
+        self.state.lock().never_created
     }
 
     pub(crate) fn task_id(&self) -> &str {
@@ -170,15 +211,19 @@ impl Outbox {
         // The agent usually reports several updates in a row: let it queue them first.
         tokio::task::yield_now().await;
         loop {
-            let (batch, through) = {
+            let (batch, through, creation) = {
                 let mut state = self.state.lock();
-                if state.queued.is_empty() {
+                if state.queued.is_empty() && state.creation.is_none() {
                     state.committing = false;
                     break;
                 }
-                (std::mem::take(&mut state.queued), state.last_queued)
+                let batch = std::mem::take(&mut state.queued);
+                (batch, state.last_queued, state.creation.take())
             };
-            let outcome = self.commit(batch).await;
+            let outcome = match creation {
+                Some(creation) => self.create(creation, batch).await,
+                None => self.commit(batch).await,
+            };
             {
                 let mut state = self.state.lock();
                 state.done_through = match outcome {
@@ -197,6 +242,37 @@ impl Outbox {
             self.rounds.send_modify(|round| *round += 1);
         }
         self.rounds.send_modify(|round| *round += 1);
+    }
+
+    /// The first round of a task not stored yet: the task and the batch as one commit;
+    /// when an update is refused, the task alone, then the batch as [`Outbox::commit`]
+    /// does it.
+    async fn create(&self, creation: Creation, batch: Vec<TaskUpdate>) -> Result<Task, A2AError> {
+        let Creation { draft, created } = creation;
+        // The task as stored with the whole batch, or `None` when created alone.
+        let stored = match self.tasks.create_with(draft.clone(), &batch).await {
+            Ok(record) => Ok(Some(record.task)),
+            Err(err) if batch.is_empty() || err.kind == ErrorKind::Internal => Err(err),
+            Err(_refused_update) => self
+                .tasks
+                .create_with(draft.clone(), &[])
+                .await
+                .map(|_| None),
+        };
+        match stored {
+            Err(err) => {
+                self.state.lock().never_created = true;
+                let _ = created.send(Err(err.clone()));
+                Err(err)
+            }
+            Ok(stored) => {
+                let _ = created.send(Ok(draft));
+                match stored {
+                    Some(task) => Ok(task),
+                    None => self.commit(batch).await,
+                }
+            }
+        }
     }
 
     /// One atomic commit; when the service refuses it, the updates one by one, so the
@@ -247,49 +323,14 @@ fn committer_gone() -> A2AError {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
 
-    use async_trait::async_trait;
     use sb_protocol::{Message, Role, TaskState};
     use sb_store::*;
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 
     use super::*;
-
-    /// A memory store that counts commits.
-    #[derive(Debug, Default)]
-    struct CountingStore {
-        inner: MemoryStore,
-        commits: AtomicUsize,
-    }
-
-    #[async_trait]
-    impl TaskStore for CountingStore {
-        async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
-            self.inner.get(task_id).await
-        }
-        async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {
-            self.commits.fetch_add(1, Ordering::SeqCst);
-            self.inner.commit(commit).await
-        }
-        async fn events_after(
-            &self,
-            id: &str,
-            after: u64,
-            n: usize,
-        ) -> StoreResult<Vec<StoredEvent>> {
-            self.inner.events_after(id, after, n).await
-        }
-        async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
-            self.inner.list(query).await
-        }
-        async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
-            self.inner.list_all().await
-        }
-        async fn delete(&self, task_id: &str) -> StoreResult<bool> {
-            self.inner.delete(task_id).await
-        }
-    }
+    use crate::testing::CountingStore;
 
     /// A task service over a counting store, and a submitted task (one commit so far).
     async fn task() -> (Arc<CountingStore>, Arc<LocalTaskService>, String) {

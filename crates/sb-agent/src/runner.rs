@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use sb_protocol::{A2AError, Message};
 use sb_store::TaskRecord;
+use sb_tasks::{NewTask, TaskService};
 use tokio::sync::oneshot;
 
 #[async_trait]
@@ -20,6 +21,20 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
         record: &TaskRecord,
         message: Message,
     ) -> Result<oneshot::Receiver<()>, A2AError>;
+    /// Creates a task through `tasks` and starts its first turn: the task as created
+    /// and the turn's end, as [`TurnRunner::dispatch`]. A runner whose agents run in
+    /// this process may commit the creation together with the agent's first reports.
+    async fn start(
+        &self,
+        tasks: &dyn TaskService,
+        new: NewTask,
+    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+        let record = tasks.create(new).await?;
+        let turn = self
+            .dispatch(&record, crate::host::first_message(&record)?)
+            .await?;
+        Ok((record, turn))
+    }
 }
 
 #[async_trait]
@@ -38,5 +53,15 @@ impl TurnRunner for crate::AgentHost {
         message: Message,
     ) -> Result<oneshot::Receiver<()>, A2AError> {
         Ok(crate::AgentHost::dispatch(self, record, message))
+    }
+
+    /// Through the host's own task service, which its agents report to (the same one
+    /// as `_tasks` where both exist).
+    async fn start(
+        &self,
+        _tasks: &dyn TaskService,
+        new: NewTask,
+    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+        crate::AgentHost::start(self, new).await
     }
 }

@@ -89,14 +89,21 @@ async fn start_turn(
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
     }
-    let record = state
-        .tasks
-        .create(NewTask {
-            scope: scope.clone(),
-            message: message.clone(),
-            metadata: req.metadata.clone(),
-        })
-        .await?;
+    let new = NewTask {
+        scope: scope.clone(),
+        message,
+        metadata: req.metadata.clone(),
+    };
+    let inline_push = req
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.task_push_notification_config.is_some());
+    if !inline_push {
+        let (record, turn) = state.runner.start(&*state.tasks, new).await?;
+        return Ok(Started::Turn(Box::new(record), turn));
+    }
+    // The push config must exist before the agent reports anything.
+    let record = state.tasks.create(new).await?;
     register_inline_push(state, scope, req, &record.task.id, version).await?;
     let turn = state
         .runner

@@ -44,6 +44,30 @@ pub type TaskResult<T> = Result<T, A2AError>;
 pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a submitted task from the user's message (whose history it starts).
     async fn create(&self, new: NewTask) -> TaskResult<TaskRecord>;
+    /// Whether [`TaskService::draft`] works here: only where every limit on a new task
+    /// can be checked before its commit.
+    fn can_draft(&self) -> bool {
+        false
+    }
+    /// Starts a creation that [`TaskService::create_with`] finishes, so an agent in this
+    /// process can run while its task's creation is on its way to the store: the task as
+    /// it will be created (ids assigned, submitted, seq 1), its open-task slot already
+    /// claimed.
+    fn draft(&self, _new: NewTask) -> TaskResult<TaskRecord> {
+        Err(A2AError::internal("this task service cannot draft tasks"))
+    }
+    /// Creates a task from its [`TaskService::draft`] and applies `updates` after it,
+    /// as one atomic commit (all or nothing): one durable write for a task and its
+    /// agent's first reports. When the store fails, the draft's slot is freed; when one
+    /// of `updates` is refused, nothing is stored and the draft stays claimed, to be
+    /// created again with fewer updates.
+    async fn create_with(
+        &self,
+        _draft: TaskRecord,
+        _updates: &[TaskUpdate],
+    ) -> TaskResult<TaskRecord> {
+        Err(A2AError::internal("this task service cannot draft tasks"))
+    }
     /// Returns the task if it exists and is visible in `scope`.
     async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
     async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing>;
@@ -180,6 +204,62 @@ impl LocalTaskService {
         .retryable(true))
     }
 
+    /// Commits a new task (its slot already claimed, when counted here) with `updates`
+    /// applied after its creation, and publishes its events.
+    async fn commit_new(
+        &self,
+        created: TaskRecord,
+        updates: &[TaskUpdate],
+    ) -> TaskResult<TaskRecord> {
+        let release = || {
+            if let OpenTaskLimit::Local(in_flight) = &self.limit {
+                in_flight.release(&created.agent, &created.owner, &created.task.id);
+            }
+        };
+        let mut events = Vec::with_capacity(1 + updates.len());
+        events.push(StoredEvent {
+            task_id: created.task.id.clone(),
+            seq: created.seq,
+            event: StreamResponse::Task(created.task.clone()).into(),
+            traceparent: sb_telemetry::traceparent(),
+            json: Default::default(),
+        });
+        let mut record = created.clone();
+        let now = Utc::now();
+        for update in updates {
+            // A refused update keeps the slot: the caller may create the task again with
+            // fewer updates.
+            events.push(lifecycle::apply_in_place(&mut record, update.clone(), now)?);
+        }
+        let commit = TaskCommit {
+            expected_seq: 0,
+            record: record.clone(),
+            events,
+            open_limit: match &self.limit {
+                OpenTaskLimit::Shared(limit) => Some(*limit),
+                OpenTaskLimit::Local(_) => None,
+            },
+        };
+        let events = commit.events.clone();
+        if let Err(e) = self.store.commit(commit).await {
+            release();
+            return Err(match e {
+                StoreError::LimitReached { limit } => crate::inflight::limit_reached(limit),
+                other => store_error(other),
+            });
+        }
+        if !updates.is_empty() {
+            self.observe(&record);
+        }
+        for event in &events {
+            self.bus.publish(event);
+        }
+        // Debug, not info: a line per task is an access log, which is what metrics and
+        // traces are for; at a few thousand tasks a second it costs ~5% of the CPU.
+        tracing::debug!(task_id = %record.task.id, agent = %record.agent, "task created");
+        Ok(record)
+    }
+
     /// Fails every task that was submitted or working when the process stopped: its
     /// agent run is gone, and a task must never stay silently stuck. Interrupted tasks
     /// keep waiting for their client. Returns how many tasks were failed.
@@ -211,15 +291,16 @@ impl LocalTaskService {
     }
 }
 
-#[async_trait]
-impl TaskService for LocalTaskService {
-    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
-        let task_id = new_id();
-        let context_id = new.message.context_id.clone().unwrap_or_else(new_id);
-        let now = Utc::now();
-        let message = lifecycle::stamp(new.message, &task_id, &context_id);
-        let task = Task {
-            id: task_id.clone(),
+/// A new task as its creation stores it: ids assigned, submitted, its first message
+/// stamped with them.
+fn submitted(new: NewTask) -> TaskRecord {
+    let task_id = new_id();
+    let context_id = new.message.context_id.clone().unwrap_or_else(new_id);
+    let now = Utc::now();
+    let message = lifecycle::stamp(new.message, &task_id, &context_id);
+    TaskRecord {
+        task: Task {
+            id: task_id,
             context_id,
             status: TaskStatus {
                 state: TaskState::Submitted,
@@ -229,47 +310,48 @@ impl TaskService for LocalTaskService {
             artifacts: Vec::new(),
             history: vec![message],
             metadata: new.metadata,
-        };
-        let record = TaskRecord {
-            task: task.clone(),
-            seq: 1,
-            agent: new.scope.agent,
-            owner: new.scope.owner,
-            created_at: now,
-        };
-        let event = StoredEvent {
-            task_id: task_id.clone(),
-            seq: 1,
-            event: StreamResponse::Task(task).into(),
-            traceparent: sb_telemetry::traceparent(),
-            json: Default::default(),
-        };
-        let mut commit = TaskCommit {
-            expected_seq: 0,
-            record: record.clone(),
-            events: vec![event.clone()],
-            open_limit: None,
-        };
+        },
+        seq: 1,
+        agent: new.scope.agent,
+        owner: new.scope.owner,
+        created_at: now,
+    }
+}
+
+#[async_trait]
+impl TaskService for LocalTaskService {
+    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
+        let record = submitted(new);
         match &self.limit {
             OpenTaskLimit::Local(in_flight) => {
-                in_flight.reserve(&record.agent, &record.owner, &task_id)?
+                in_flight.reserve(&record.agent, &record.owner, &record.task.id)?
             }
-            OpenTaskLimit::Shared(limit) => commit.open_limit = Some(*limit),
+            OpenTaskLimit::Shared(_) => {}
         }
-        if let Err(e) = self.store.commit(commit).await {
-            if let OpenTaskLimit::Local(in_flight) = &self.limit {
-                in_flight.release(&record.agent, &record.owner, &task_id);
-            }
-            return Err(match e {
-                StoreError::LimitReached { limit } => crate::inflight::limit_reached(limit),
-                other => store_error(other),
-            });
-        }
-        self.bus.publish(&event);
-        // Debug, not info: a line per task is an access log, which is what metrics and
-        // traces are for; at a few thousand tasks a second it costs ~5% of the CPU.
-        tracing::debug!(task_id = %task_id, agent = %record.agent, "task created");
+        self.commit_new(record, &[]).await
+    }
+
+    fn can_draft(&self) -> bool {
+        matches!(self.limit, OpenTaskLimit::Local(_))
+    }
+
+    fn draft(&self, new: NewTask) -> TaskResult<TaskRecord> {
+        let OpenTaskLimit::Local(in_flight) = &self.limit else {
+            return Err(A2AError::internal(
+                "tasks cannot be drafted when a shared store counts the open tasks",
+            ));
+        };
+        let record = submitted(new);
+        in_flight.reserve(&record.agent, &record.owner, &record.task.id)?;
         Ok(record)
+    }
+
+    async fn create_with(
+        &self,
+        draft: TaskRecord,
+        updates: &[TaskUpdate],
+    ) -> TaskResult<TaskRecord> {
+        self.commit_new(draft, updates).await
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
@@ -605,6 +687,71 @@ mod tests {
             svc.create(new).await.is_ok(),
             "a finished task frees its slot"
         );
+    }
+
+    fn status(state: TaskState) -> TaskUpdate {
+        TaskUpdate::Status {
+            state,
+            message: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_draft_is_created_with_its_first_updates_as_one_commit() {
+        let svc = LocalTaskService::new(Arc::new(MemoryStore::new()), Arc::new(LocalBus::new()))
+            .with_max_in_flight(1);
+        assert!(svc.can_draft());
+        let new = NewTask {
+            scope: scope(),
+            message: user("hi"),
+            metadata: None,
+        };
+        let draft = svc.draft(new.clone()).unwrap();
+        assert_eq!((draft.seq, draft.state()), (1, TaskState::Submitted));
+        let id = draft.task.id.clone();
+        assert_eq!(
+            svc.get(&scope(), &id).await.unwrap_err().kind,
+            ErrorKind::TaskNotFound,
+            "a draft is not stored"
+        );
+        assert_eq!(
+            svc.draft(new.clone()).unwrap_err().kind,
+            ErrorKind::ResourceExhausted,
+            "but it holds its slot"
+        );
+
+        // Refused (completed, then working): nothing stored, the slot still held.
+        let illegal = [status(TaskState::Completed), status(TaskState::Working)];
+        let refused = svc.create_with(draft.clone(), &illegal).await.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
+        assert!(svc.get(&scope(), &id).await.is_err());
+        assert!(svc.draft(new.clone()).is_err());
+
+        let updates = [status(TaskState::Working), status(TaskState::Completed)];
+        let done = svc.create_with(draft, &updates).await.unwrap();
+        assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
+        let events = svc.events_after(&id, 0, 10).await.unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2, 3]);
+        assert!(
+            matches!(&*events[0].event, StreamResponse::Task(t) if t.status.state == TaskState::Submitted)
+        );
+        assert!(
+            svc.draft(new).is_ok(),
+            "a task created finished frees its slot"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_shared_limit_cannot_draft() {
+        let svc = service().with_shared_max_in_flight(5);
+        assert!(!svc.can_draft());
+        let new = NewTask {
+            scope: scope(),
+            message: user("hi"),
+            metadata: None,
+        };
+        assert_eq!(svc.draft(new).unwrap_err().kind, ErrorKind::Internal);
     }
 
     #[tokio::test]

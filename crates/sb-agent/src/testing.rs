@@ -1,0 +1,40 @@
+//! Test doubles shared by this crate's tests.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use sb_store::*;
+
+/// A memory store that counts commits, and fails them on request.
+#[derive(Debug, Default)]
+pub(crate) struct CountingStore {
+    inner: MemoryStore,
+    pub(crate) commits: AtomicUsize,
+    pub(crate) failing: AtomicBool,
+}
+
+#[async_trait]
+impl TaskStore for CountingStore {
+    async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        self.inner.get(task_id).await
+    }
+    async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::backend("the disk is on fire"));
+        }
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.inner.commit(commit).await
+    }
+    async fn events_after(&self, id: &str, after: u64, n: usize) -> StoreResult<Vec<StoredEvent>> {
+        self.inner.events_after(id, after, n).await
+    }
+    async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage> {
+        self.inner.list(query).await
+    }
+    async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
+        self.inner.list_all().await
+    }
+    async fn delete(&self, task_id: &str) -> StoreResult<bool> {
+        self.inner.delete(task_id).await
+    }
+}
