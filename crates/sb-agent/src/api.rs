@@ -56,12 +56,16 @@ impl From<A2AError> for AgentError {
 }
 
 /// What an agent sees of its task for one turn.
+///
+/// The task and the message are boxed: an agent's future holds its context (with
+/// `async_trait`, twice), for as long as the turn runs, and a held turn should cost
+/// pointers there, not ~0.6 KB.
 #[derive(Clone, Debug)]
 pub struct TaskContext {
     /// The task as it is now: history holds every user message and earlier agent message.
-    pub task: Task,
+    pub task: Box<Task>,
     /// The user message that started this turn.
-    pub message: Message,
+    pub message: Box<Message>,
     /// Fires when the task is canceled (or otherwise finished by someone else).
     pub cancel: CancellationToken,
 }

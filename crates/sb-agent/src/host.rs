@@ -105,14 +105,11 @@ impl AgentHost {
         };
         let bus = self.bus.clone();
         let ctx = TaskContext {
-            task: record.task.clone(),
-            message,
+            task: Box::new(record.task.clone()),
+            message: Box::new(message),
             cancel: cancel.clone(),
         };
         let kept_open = reporter.clone();
-        // Boxed: the run's future keeps what it captured for as long as it runs, and the
-        // context (~0.6 KB) is needed only to start the agent.
-        let ctx = Box::new(ctx);
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
         let watched = cancel.clone();
@@ -131,7 +128,7 @@ impl AgentHost {
             // The watch runs inside the run, not as a task of its own: one task per turn,
             // and a held run costs one future less.
             let outcome = tokio::select! {
-                result = agent.execute(*ctx, reporter) => Some(result),
+                result = agent.execute(ctx, reporter) => Some(result),
                 () = async {
                     tokio::select! {
                         () = cancel_when_finished(watch, &cancel) => {}

@@ -62,8 +62,9 @@ struct State {
     done_through: u64,
     /// A committer task is running (it runs until the queue is empty).
     committing: bool,
-    /// The task still to be created, until the first round takes it.
-    creation: Option<Creation>,
+    /// The task still to be created, until the first round takes it (boxed: the state
+    /// lives as long as the run, the creation only until its first round).
+    creation: Option<Box<Creation>>,
     /// The task's creation failed: there is nothing to settle.
     never_created: bool,
     /// Why a queued update was refused, for the next caller. The updates queued after
@@ -97,7 +98,7 @@ impl Outbox {
         let outbox = Arc::new(Outbox::new(tasks, draft.task.id.clone()));
         {
             let mut state = outbox.state.lock();
-            state.creation = Some(Creation { draft, created });
+            state.creation = Some(Box::new(Creation { draft, created }));
             state.committing = true;
         }
         let committer = outbox.clone().commit_queued();
@@ -247,8 +248,12 @@ impl Outbox {
     /// The first round of a task not stored yet: the task and the batch as one commit;
     /// when an update is refused, the task alone, then the batch as [`Outbox::commit`]
     /// does it.
-    async fn create(&self, creation: Creation, batch: Vec<TaskUpdate>) -> Result<Task, A2AError> {
-        let Creation { draft, created } = creation;
+    async fn create(
+        &self,
+        creation: Box<Creation>,
+        batch: Vec<TaskUpdate>,
+    ) -> Result<Task, A2AError> {
+        let Creation { draft, created } = *creation;
         // The task as stored with the whole batch, or `None` when created alone.
         let stored = match self.tasks.create_with(draft.clone(), &batch).await {
             Ok(record) => Ok(Some(record.task)),

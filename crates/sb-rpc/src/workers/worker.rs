@@ -164,8 +164,8 @@ fn start_turn(
                 let turn_client = tasks.for_turn(&assignment_id, &record.agent);
                 let reporter = Reporter::new(Arc::new(turn_client), record.task.id.clone());
                 let ctx = TaskContext {
-                    task: record.task,
-                    message,
+                    task: Box::new(record.task),
+                    message: Box::new(message),
                     cancel: cancel.clone(),
                 };
                 let kept = reporter.clone();
