@@ -212,7 +212,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use async_trait::async_trait;
-    use sb_store::{LocalBus, MemoryStore};
+    use sb_store::LocalBus;
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 
     use super::*;
@@ -360,31 +360,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_cancel_reaches_the_running_agent() {
-        let bus = Arc::new(LocalBus::new());
-        let tasks = Arc::new(LocalTaskService::new(
-            Arc::new(MemoryStore::new()),
-            bus.clone(),
-        ));
         let agent = Arc::new(WaitsForCancel::default());
-        let agents = BTreeMap::from([("a".to_owned(), agent.clone() as Arc<dyn Agent>)]);
-        let host = AgentHost::new(agents, tasks.clone(), bus);
-        let scope = Scope {
-            agent: "a".into(),
-            owner: String::new(),
-        };
-        let message = Message {
-            role: Role::User,
-            ..Message::agent_text("go")
-        };
-        let record = tasks
-            .create(NewTask {
-                scope: scope.clone(),
-                message: message.clone(),
-                metadata: None,
-            })
-            .await
-            .unwrap();
-        let turn = host.dispatch(&record, message);
+        let (host, _store, tasks) = host_of(agent.clone());
+        let scope = scope();
+        let record = tasks.create(new_task("go")).await.unwrap();
+        let turn = host.dispatch(&record, first_message(&record).unwrap());
         let working = async {
             while tasks.get(&scope, &record.task.id).await.unwrap().state() != TaskState::Working {
                 tokio::task::yield_now().await;
