@@ -21,6 +21,23 @@ pub(crate) struct Backend {
     pub bus: Arc<dyn EventBus>,
     /// The turn queue of remote workers (Redis only).
     pub queue: Option<Arc<dyn WorkQueue>>,
+    /// The embedded store, to checkpoint at a graceful shutdown.
+    pub embedded: Option<Arc<RedbStore>>,
+}
+
+impl Backend {
+    /// Leaves the embedded store checkpointed (its journal empty), so the next start
+    /// has nothing to replay. Nothing to do for memory or Redis.
+    pub(crate) async fn close(&self) {
+        if let Some(store) = &self.embedded {
+            match store.checkpoint().await {
+                Ok(()) => tracing::info!("embedded store checkpointed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not checkpoint the store; the next start replays its journal")
+                }
+            }
+        }
+    }
 }
 
 pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
@@ -36,6 +53,7 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
             dead: store,
             bus,
             queue: Some(queue),
+            embedded: None,
         });
     }
     let bus = Arc::new(LocalBus::new());
@@ -47,6 +65,7 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
             dead: store,
             bus,
             queue: None,
+            embedded: None,
         });
     }
     let path = config.data_dir.join("switchboard.redb");
@@ -55,9 +74,10 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
     Ok(Backend {
         tasks: store.clone(),
         push: store.clone(),
-        dead: store,
+        dead: store.clone(),
         bus,
         queue: None,
+        embedded: Some(store),
     })
 }
 

@@ -128,5 +128,6 @@ pub async fn serve(
     if !dispatcher.drain(grace).await {
         tracing::warn!("webhook deliveries still pending after the grace period were dropped");
     }
+    backend.close().await;
     Ok(())
 }

@@ -219,6 +219,9 @@ pub async fn serve_split(
             );
         }
     }
+    if let Some(backend) = &backend {
+        backend.close().await;
+    }
     Ok(())
 }
 

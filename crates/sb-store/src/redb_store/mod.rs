@@ -207,6 +207,20 @@ impl RedbStore {
         Ok(RedbStore { db, writer, hot })
     }
 
+    /// Makes the redb file catch up with the journal now, and empties the journal: a
+    /// graceful shutdown calls it, so the next start has nothing to replay. (The store
+    /// also checkpoints when its last handle is dropped, but a process that exits right
+    /// after may not leave the writer the time to finish.)
+    pub async fn checkpoint(&self) -> StoreResult<()> {
+        let (reply, rx) = oneshot::channel();
+        self.writer
+            .send(Queued::Checkpoint(reply))
+            .await
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Backend("the store writer dropped a request".into()))?
+    }
+
     async fn write<T>(&self, op: WriteOp, rx: oneshot::Receiver<StoreResult<T>>) -> StoreResult<T> {
         self.writer
             .send(Queued::Op(op))

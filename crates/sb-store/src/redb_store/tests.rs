@@ -123,6 +123,27 @@ async fn acknowledged_writes_survive_a_kill_9() {
 /// Checkpoints empty the journal, also once writes stop, and closing the store
 /// leaves nothing to replay.
 #[tokio::test]
+async fn a_requested_checkpoint_empties_the_journal_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let journal_len = || {
+        std::fs::metadata(dir.path().join("s.redb.journal"))
+            .unwrap()
+            .len()
+    };
+    let store = RedbStore::open_checkpointing(&path, Duration::from_secs(24 * 3600)).unwrap();
+    store
+        .commit(crate::suite::new_commit("t1", 0, 1))
+        .await
+        .unwrap();
+    assert!(journal_len() > 16, "journaled, not yet checkpointed");
+    store.checkpoint().await.unwrap();
+    assert_eq!(journal_len(), 16, "only the header is left");
+    store.checkpoint().await.unwrap();
+    assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 1);
+}
+
+#[tokio::test]
 async fn checkpoints_empty_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");

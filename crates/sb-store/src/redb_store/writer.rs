@@ -35,6 +35,8 @@ const CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
 pub(super) enum Queued {
     Op(WriteOp),
     Tick,
+    /// Checkpoint now (a graceful shutdown), then reply.
+    Checkpoint(oneshot::Sender<StoreResult<()>>),
 }
 
 #[derive(Debug)]
@@ -64,21 +66,36 @@ pub(super) fn write_loop(
 ) {
     let mut concurrent = false;
     let mut last_checkpoint = Instant::now();
+    let mut asked = Vec::new();
     while let Some(first) = queue.blocking_recv() {
-        if let Queued::Op(first) = first {
-            let batch = gather(first, &mut queue, concurrent);
-            // One request alone commits at once; several mean callers are running side
-            // by side, and the next ones are likely a fraction of an fsync away.
-            concurrent = batch.len() > 1;
-            apply_batch(db, hot, &mut journal, batch);
+        match first {
+            Queued::Op(first) => {
+                let batch = gather(first, &mut queue, concurrent, &mut asked);
+                // One request alone commits at once; several mean callers are running side
+                // by side, and the next ones are likely a fraction of an fsync away.
+                concurrent = batch.len() > 1;
+                apply_batch(db, hot, &mut journal, batch);
+            }
+            Queued::Tick => {}
+            Queued::Checkpoint(reply) => asked.push(reply),
         }
-        let due = last_checkpoint.elapsed() >= checkpoint_every
+        let due = !asked.is_empty()
+            || last_checkpoint.elapsed() >= checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
+        let mut outcome = Ok(());
         if due && journal.frames_len() > 0 {
-            if let Err(e) = checkpoint(db, &mut journal) {
+            outcome = checkpoint(db, &mut journal);
+            if let Err(e) = &outcome {
                 tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
             }
             last_checkpoint = Instant::now();
+        }
+        for reply in asked.drain(..) {
+            let answer = match &outcome {
+                Ok(()) => Ok(()),
+                Err(e) => Err(StoreError::Backend(format!("checkpoint failed: {e}"))),
+            };
+            let _ = reply.send(answer);
         }
     }
     // The store is closing: leave nothing for the next open to replay.
@@ -106,7 +123,12 @@ pub(super) fn tick(queue: mpsc::WeakSender<Queued>, every: Duration) {
 /// Takes what is queued; when writers are concurrent, keeps taking until the queue has
 /// been quiet for [`GATHER_QUIET`] or [`GATHER_WINDOW`] has passed. An fsync costs far
 /// more CPU than the wait, so fewer, larger commits raise throughput and cut CPU.
-fn gather(first: WriteOp, queue: &mut mpsc::Receiver<Queued>, concurrent: bool) -> Vec<WriteOp> {
+fn gather(
+    first: WriteOp,
+    queue: &mut mpsc::Receiver<Queued>,
+    concurrent: bool,
+    checkpoint_asked: &mut Vec<oneshot::Sender<StoreResult<()>>>,
+) -> Vec<WriteOp> {
     let mut batch = vec![first];
     let started = Instant::now();
     let mut last_arrival = started;
@@ -119,6 +141,7 @@ fn gather(first: WriteOp, queue: &mut mpsc::Receiver<Queued>, concurrent: bool) 
                 }
                 // The loop checks for a due checkpoint after this batch anyway.
                 Ok(Queued::Tick) => {}
+                Ok(Queued::Checkpoint(reply)) => checkpoint_asked.push(reply),
                 Err(_) => break,
             }
         }
