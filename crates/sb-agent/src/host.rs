@@ -112,9 +112,8 @@ impl AgentHost {
         let kept_open = reporter.clone();
         let tasks = self.tasks.clone();
         let task_id = record.task.id.clone();
-        let watched = cancel.clone();
+        let run_cancel = cancel.clone();
         self.runs.spawn(async move {
-            let cancel = watched;
             // Subscribe before the run starts so no terminal event can slip past the watch.
             let watch = match bus.subscribe(&task_id).await {
                 Ok(watch) => watch,
@@ -131,8 +130,8 @@ impl AgentHost {
                 result = agent.execute(ctx, reporter) => Some(result),
                 () = async {
                     tokio::select! {
-                        () = cancel_when_finished(watch, &cancel) => {}
-                        () = cancel.cancelled() => {}
+                        () = cancel_when_finished(watch, &run_cancel) => {}
+                        () = run_cancel.cancelled() => {}
                     }
                     tokio::time::sleep(CANCEL_GRACE).await;
                 } => None,

@@ -101,8 +101,7 @@ impl Outbox {
             state.creation = Some(Box::new(Creation { draft, created }));
             state.committing = true;
         }
-        let committer = outbox.clone().commit_queued();
-        tokio::spawn(committer.instrument(tracing::Span::current()));
+        outbox.spawn_committer();
         outbox
     }
 
@@ -143,11 +142,16 @@ impl Outbox {
         state.last_queued += 1;
         if !state.committing {
             state.committing = true;
-            // The commits belong to the agent's turn: its trace, its span.
-            let committer = self.clone().commit_queued();
-            tokio::spawn(committer.instrument(tracing::Span::current()));
+            self.spawn_committer();
         }
         Offer::Queued(state.last_queued)
+    }
+
+    /// Starts the committer (the caller has marked the state `committing`).
+    fn spawn_committer(self: &Arc<Self>) {
+        // The commits belong to the agent's turn: its trace, its span.
+        let committer = self.clone().commit_queued();
+        tokio::spawn(committer.instrument(tracing::Span::current()));
     }
 
     /// Backpressure: waits for commit rounds until the queue has room for `update`.

@@ -204,27 +204,39 @@ impl LocalTaskService {
         .retryable(true))
     }
 
+    /// Claims the open-task slot of a new task, when this service counts them (a shared
+    /// store counts them in the commit itself).
+    fn claim_slot(&self, record: &TaskRecord) -> TaskResult<()> {
+        match &self.limit {
+            OpenTaskLimit::Local(in_flight) => {
+                in_flight.reserve(&record.agent, &record.owner, &record.task.id)
+            }
+            OpenTaskLimit::Shared(_) => Ok(()),
+        }
+    }
+
+    /// Frees the slot of a task that was never created.
+    fn release_slot(&self, record: &TaskRecord) {
+        if let OpenTaskLimit::Local(in_flight) = &self.limit {
+            in_flight.release(&record.agent, &record.owner, &record.task.id);
+        }
+    }
+
     /// Commits a new task (its slot already claimed, when counted here) with `updates`
     /// applied after its creation, and publishes its events.
     async fn commit_new(
         &self,
-        created: TaskRecord,
+        mut record: TaskRecord,
         updates: &[TaskUpdate],
     ) -> TaskResult<TaskRecord> {
-        let release = || {
-            if let OpenTaskLimit::Local(in_flight) = &self.limit {
-                in_flight.release(&created.agent, &created.owner, &created.task.id);
-            }
-        };
         let mut events = Vec::with_capacity(1 + updates.len());
         events.push(StoredEvent {
-            task_id: created.task.id.clone(),
-            seq: created.seq,
-            event: StreamResponse::Task(created.task.clone()).into(),
+            task_id: record.task.id.clone(),
+            seq: record.seq,
+            event: StreamResponse::Task(record.task.clone()).into(),
             traceparent: sb_telemetry::traceparent(),
             json: Default::default(),
         });
-        let mut record = created.clone();
         let now = Utc::now();
         for update in updates {
             // A refused update keeps the slot: the caller may create the task again with
@@ -242,7 +254,7 @@ impl LocalTaskService {
         };
         let events = commit.events.clone();
         if let Err(e) = self.store.commit(commit).await {
-            release();
+            self.release_slot(&record);
             return Err(match e {
                 StoreError::LimitReached { limit } => crate::inflight::limit_reached(limit),
                 other => store_error(other),
@@ -322,12 +334,7 @@ fn submitted(new: NewTask) -> TaskRecord {
 impl TaskService for LocalTaskService {
     async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
         let record = submitted(new);
-        match &self.limit {
-            OpenTaskLimit::Local(in_flight) => {
-                in_flight.reserve(&record.agent, &record.owner, &record.task.id)?
-            }
-            OpenTaskLimit::Shared(_) => {}
-        }
+        self.claim_slot(&record)?;
         self.commit_new(record, &[]).await
     }
 
@@ -336,13 +343,13 @@ impl TaskService for LocalTaskService {
     }
 
     fn draft(&self, new: NewTask) -> TaskResult<TaskRecord> {
-        let OpenTaskLimit::Local(in_flight) = &self.limit else {
+        if !self.can_draft() {
             return Err(A2AError::internal(
                 "tasks cannot be drafted when a shared store counts the open tasks",
             ));
-        };
+        }
         let record = submitted(new);
-        in_flight.reserve(&record.agent, &record.owner, &record.task.id)?;
+        self.claim_slot(&record)?;
         Ok(record)
     }
 

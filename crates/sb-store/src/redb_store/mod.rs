@@ -213,17 +213,21 @@ impl RedbStore {
     /// after may not leave the writer the time to finish.)
     pub async fn checkpoint(&self) -> StoreResult<()> {
         let (reply, rx) = oneshot::channel();
-        self.writer
-            .send(Queued::Checkpoint(reply))
-            .await
-            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
-        rx.await
-            .map_err(|_| StoreError::Backend("the store writer dropped a request".into()))?
+        self.ask(Queued::Checkpoint(reply), rx).await
     }
 
     async fn write<T>(&self, op: WriteOp, rx: oneshot::Receiver<StoreResult<T>>) -> StoreResult<T> {
+        self.ask(Queued::Op(op), rx).await
+    }
+
+    /// Hands `request` to the writer thread and waits for its answer on `rx`.
+    async fn ask<T>(
+        &self,
+        request: Queued,
+        rx: oneshot::Receiver<StoreResult<T>>,
+    ) -> StoreResult<T> {
         self.writer
-            .send(Queued::Op(op))
+            .send(request)
             .await
             .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
         rx.await
