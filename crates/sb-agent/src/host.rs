@@ -48,7 +48,9 @@ impl AgentHost {
     }
 
     /// Starts a turn of the task's agent for `message` in the background. The returned
-    /// receiver resolves when the turn is over (whatever state the task is in then).
+    /// receiver resolves when the turn is over (whatever state the task is in then) or,
+    /// sooner, once the task has ended (an agent that is slow to stop after a
+    /// cancellation does not hold up whoever waits).
     pub fn dispatch(&self, record: &TaskRecord, message: Message) -> oneshot::Receiver<()> {
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
         self.run(record, message, reporter).0
@@ -124,13 +126,20 @@ impl AgentHost {
                     return;
                 }
             };
+            let mut turn_over = Some(turn_over);
             // The watch runs inside the run, not as a task of its own: one task per turn,
             // and a held run costs one future less.
             let outcome = tokio::select! {
                 result = agent.execute(ctx, reporter) => Some(result),
                 () = async {
                     tokio::select! {
-                        () = cancel_when_finished(watch, &run_cancel) => {}
+                        () = cancel_when_finished(watch, &run_cancel) => {
+                            // The task has ended (canceled, most likely): whoever waits
+                            // for the turn need not wait for the agent to notice.
+                            if let Some(over) = turn_over.take() {
+                                let _ = over.send(());
+                            }
+                        }
                         () = run_cancel.cancelled() => {}
                     }
                     tokio::time::sleep(CANCEL_GRACE).await;
@@ -145,7 +154,9 @@ impl AgentHost {
             if !settled && !kept_open.never_created() {
                 settle(&*tasks, &task_id, outcome).await;
             }
-            let _ = turn_over.send(());
+            if let Some(over) = turn_over {
+                let _ = over.send(());
+            }
         });
         (turn, cancel)
     }
@@ -385,5 +396,47 @@ mod tests {
             TaskState::Canceled,
             "and nothing settles it again"
         );
+    }
+
+    /// Reports working, then works on, deaf to cancellation.
+    #[derive(Debug)]
+    struct IgnoresCancel;
+
+    #[async_trait]
+    impl Agent for IgnoresCancel {
+        fn describe(&self) -> AgentDescriptor {
+            WaitsForCancel::default().describe()
+        }
+
+        async fn execute(&self, _ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            reporter.working(None).await?;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(())
+        }
+    }
+
+    /// A blocking SendMessage waits for the turn's end: when the task is canceled, that
+    /// end comes at once, not after the agent is given up on (CANCEL_GRACE later).
+    #[tokio::test]
+    async fn a_canceled_task_ends_the_turn_before_its_agent_stops() {
+        let (host, _store, tasks) = host_of(Arc::new(IgnoresCancel));
+        let scope = scope();
+        let record = tasks.create(new_task("go")).await.unwrap();
+        let turn = host.dispatch(&record, first_message(&record).unwrap());
+        let working = async {
+            while tasks.get(&scope, &record.task.id).await.unwrap().state() != TaskState::Working {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), working)
+            .await
+            .expect("the agent reports working");
+        tasks.cancel(&scope, &record.task.id).await.unwrap();
+        tokio::time::timeout(CANCEL_GRACE / 2, turn)
+            .await
+            .expect("the turn's end is announced with the task's end")
+            .unwrap();
+        let now = tasks.get(&scope, &record.task.id).await.unwrap();
+        assert_eq!(now.state(), TaskState::Canceled);
     }
 }

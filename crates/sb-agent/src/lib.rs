@@ -25,4 +25,4 @@ mod testing;
 
 pub use api::*;
 pub use host::AgentHost;
-pub use runner::TurnRunner;
+pub use runner::{TurnOver, TurnRunner};

@@ -2,10 +2,16 @@
 //! ([`crate::AgentHost`]) or on remote workers behind the task-state service.
 
 use async_trait::async_trait;
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use sb_protocol::{A2AError, Message};
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, TaskService};
-use tokio::sync::oneshot;
+
+/// Resolves when an agent's turn is over or its task has ended, whichever comes first
+/// (or once that can no longer be known), with the task as it then stood when the runner
+/// has it at hand (`None`: read it from the task service).
+pub type TurnOver = BoxFuture<'static, Option<Box<TaskRecord>>>;
 
 #[async_trait]
 pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
@@ -13,14 +19,9 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     fn serves(&self, agent: &str) -> bool;
     /// The agent's reply without a task, when it gives one for this message.
     fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message>;
-    /// Starts (or durably queues) a turn of the task's agent for `message`. The receiver
-    /// resolves when the turn is over, whatever state the task is in then; it is dropped
-    /// without a value if that can no longer be known.
-    async fn dispatch(
-        &self,
-        record: &TaskRecord,
-        message: Message,
-    ) -> Result<oneshot::Receiver<()>, A2AError>;
+    /// Starts (or durably queues) a turn of the task's agent for `message`, and how to
+    /// know it is over. Dropping the [`TurnOver`] does not stop the turn.
+    async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError>;
     /// Creates a task through `tasks` and starts its first turn: the task as created
     /// and the turn's end, as [`TurnRunner::dispatch`]. A runner whose agents run in
     /// this process may commit the creation together with the agent's first reports.
@@ -28,7 +29,7 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
         &self,
         tasks: &dyn TaskService,
         new: NewTask,
-    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+    ) -> Result<(TaskRecord, TurnOver), A2AError> {
         let record = tasks.create(new).await?;
         let turn = self
             .dispatch(&record, crate::host::first_message(&record)?)
@@ -47,12 +48,10 @@ impl TurnRunner for crate::AgentHost {
         self.agent(agent)?.direct_reply(message)
     }
 
-    async fn dispatch(
-        &self,
-        record: &TaskRecord,
-        message: Message,
-    ) -> Result<oneshot::Receiver<()>, A2AError> {
-        Ok(crate::AgentHost::dispatch(self, record, message))
+    async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
+        Ok(over_without_record(crate::AgentHost::dispatch(
+            self, record, message,
+        )))
     }
 
     /// Through the host's own task service, which its agents report to (the same one
@@ -61,7 +60,14 @@ impl TurnRunner for crate::AgentHost {
         &self,
         _tasks: &dyn TaskService,
         new: NewTask,
-    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
-        crate::AgentHost::start(self, new).await
+    ) -> Result<(TaskRecord, TurnOver), A2AError> {
+        let (record, turn) = crate::AgentHost::start(self, new).await?;
+        Ok((record, over_without_record(turn)))
     }
+}
+
+/// In this process the task service's copy is at hand: reading it costs less than
+/// carrying it.
+fn over_without_record(turn: tokio::sync::oneshot::Receiver<()>) -> TurnOver {
+    turn.map(|_| None).boxed()
 }

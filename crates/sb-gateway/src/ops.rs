@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use sb_agent::TurnOver;
 use sb_protocol::requests::*;
 use sb_protocol::*;
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskUpdate};
-use tokio::sync::oneshot;
 
 use crate::AppState;
 
@@ -32,7 +32,7 @@ const BLOCKING_WAIT: Duration = Duration::from_secs(600);
 /// What a send started: a task turn (with a signal for the end of the turn), or a direct
 /// message reply with no task.
 enum Started {
-    Turn(Box<TaskRecord>, oneshot::Receiver<()>),
+    Turn(Box<TaskRecord>, TurnOver),
     Reply(Box<Message>),
 }
 
@@ -151,26 +151,12 @@ pub async fn send(
             record.task.with_history_limit(limit),
         ));
     }
-    let mut events = state.fanout.subscribe(&record.task.id, record.seq);
-    let settled = async {
-        while let Some(event) = events.next().await {
-            if event?.event.ends_stream() {
-                break;
-            }
-        }
-        Ok::<(), A2AError>(())
+    // The turn's end comes as soon as the task has ended, too (a runner's promise): no
+    // need to follow the task's events as well.
+    let now = match tokio::time::timeout(BLOCKING_WAIT, turn).await {
+        Ok(Some(settled)) => *settled,
+        _ => state.tasks.get(scope, &record.task.id).await?,
     };
-    let waited = tokio::time::timeout(BLOCKING_WAIT, async {
-        tokio::select! {
-            result = settled => result,
-            _ = turn => Ok(()),
-        }
-    })
-    .await;
-    if let Ok(Err(e)) = waited {
-        return Err(e);
-    }
-    let now = state.tasks.get(scope, &record.task.id).await?;
     Ok(SendMessageResponse::Task(
         now.task.with_history_limit(limit),
     ))
@@ -243,11 +229,11 @@ fn until_turn_over(
     scope: Scope,
     task_id: String,
     frames: FrameStream,
-    turn: oneshot::Receiver<()>,
+    turn: TurnOver,
 ) -> FrameStream {
     struct Progress {
         frames: FrameStream,
-        turn: Option<oneshot::Receiver<()>>,
+        turn: Option<TurnOver>,
         last_seq: u64,
         stop_at: Option<u64>,
     }
@@ -267,10 +253,13 @@ fn until_turn_over(
                 let item = match p.turn.as_mut() {
                     Some(turn) => tokio::select! {
                         item = p.frames.next() => item,
-                        _ = turn => {
+                        settled = turn => {
                             p.turn = None;
                             // Everything the turn committed is at or below the task's seq now.
-                            let seq = state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0);
+                            let seq = match settled {
+                                Some(record) => record.seq,
+                                None => state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0),
+                            };
                             p.stop_at = Some(seq);
                             continue;
                         }

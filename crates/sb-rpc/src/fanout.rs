@@ -8,6 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use sb_fanout::{EventStream, Fanout};
 use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
 
 use crate::pb;
 use crate::pb::fanout_client::FanoutClient as Raw;
@@ -108,6 +109,9 @@ impl Fanout for FanoutClient {
                 }
             }
         };
+        // Opened when first polled, which for a response stream is outside the request's
+        // span: the call joins the trace of whoever subscribed.
+        let opened = opened.instrument(tracing::Span::current());
         futures::stream::once(opened).flatten().boxed()
     }
 }

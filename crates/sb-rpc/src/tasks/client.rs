@@ -1,15 +1,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sb_agent::TurnRunner;
+use futures::FutureExt;
+use sb_agent::{TurnOver, TurnRunner};
 use sb_protocol::requests::ListTasksRequest;
 use sb_protocol::*;
 use sb_store::{StoredEvent, TaskRecord};
 use sb_tasks::{NewTask, Scope, TaskListing, TaskResult, TaskService, TaskUpdate};
 use sb_webhooks::PushConfigService;
-use tokio::sync::oneshot;
-use tonic::Response;
 use tonic::transport::Channel;
+use tonic::{Response, Streaming};
 
 use super::*;
 use crate::pb;
@@ -88,12 +88,7 @@ macro_rules! once {
 #[async_trait]
 impl TaskService for TaskStateClient {
     async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
-        let message = pb::CreateTaskRequest {
-            scope: scope_pb(&new.scope),
-            message_json: to_json(&new.message),
-            metadata_json: new.metadata.as_ref().map(to_json).unwrap_or_default(),
-        };
-        record_from(Some(once!(self, create, message)?))
+        record_from(Some(once!(self, create, create_request(&new))?))
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
@@ -275,11 +270,7 @@ impl TurnRunner for TaskStateClient {
             .direct_reply(message)
     }
 
-    async fn dispatch(
-        &self,
-        record: &TaskRecord,
-        message: Message,
-    ) -> Result<oneshot::Receiver<()>, A2AError> {
+    async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
         let request = pb::AssignRequest {
             record: Some(record_pb(record)),
             message_json: to_json(&message),
@@ -292,22 +283,61 @@ impl TurnRunner for TaskStateClient {
             .await
             .map_err(error_from)?
             .into_inner();
-        match progress.message().await {
-            Ok(Some(pb::TurnProgress { over: false })) => {}
-            Ok(_) => {
-                return Err(
-                    A2AError::internal("the task-state service did not queue the turn")
-                        .retryable(true),
-                );
-            }
-            Err(status) => return Err(error_from(status)),
-        }
-        let (turn_over, turn) = oneshot::channel();
-        tokio::spawn(async move {
-            if let Ok(Some(pb::TurnProgress { over: true })) = progress.message().await {
-                let _ = turn_over.send(());
-            }
-        });
-        Ok(turn)
+        queued(&mut progress).await?;
+        Ok(turn_over(progress))
     }
+
+    /// One call: the task-state service creates the task and queues its turn.
+    async fn start(
+        &self,
+        _tasks: &dyn TaskService,
+        new: NewTask,
+    ) -> Result<(TaskRecord, TurnOver), A2AError> {
+        let mut progress = self
+            .raw()
+            .start(traced(create_request(&new)))
+            .await
+            .map_err(error_from)?
+            .into_inner();
+        let record = record_from(queued(&mut progress).await?)?;
+        Ok((record, turn_over(progress)))
+    }
+}
+
+fn create_request(new: &NewTask) -> pb::CreateTaskRequest {
+    pb::CreateTaskRequest {
+        scope: scope_pb(&new.scope),
+        message_json: to_json(&new.message),
+        metadata_json: new.metadata.as_ref().map(to_json).unwrap_or_default(),
+    }
+}
+
+/// Waits for a turn's first progress message (queued); returns the record it carries.
+async fn queued(
+    progress: &mut Streaming<pb::TurnProgress>,
+) -> Result<Option<pb::TaskRecord>, A2AError> {
+    match progress.message().await {
+        Ok(Some(pb::TurnProgress {
+            over: false,
+            record,
+        })) => Ok(record),
+        Ok(_) => {
+            Err(A2AError::internal("the task-state service did not queue the turn").retryable(true))
+        }
+        Err(status) => Err(error_from(status)),
+    }
+}
+
+/// The rest of a turn's progress stream, as its end. The stream is read only if someone
+/// waits: a caller that drops it closes the call, and the turn goes on.
+fn turn_over(mut progress: Streaming<pb::TurnProgress>) -> TurnOver {
+    async move {
+        match progress.message().await {
+            Ok(Some(pb::TurnProgress { over: true, record })) => {
+                record_from(record).ok().map(Box::new)
+            }
+            _ => None,
+        }
+    }
+    .boxed()
 }

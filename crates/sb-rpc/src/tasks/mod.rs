@@ -84,3 +84,6 @@ pub(super) fn states_from(states: &[String]) -> Result<Vec<TaskState>, A2AError>
         .map(|s| from_json(to_json(s).as_slice(), "task state"))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

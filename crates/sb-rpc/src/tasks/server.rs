@@ -2,10 +2,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use sb_agent::TurnRunner;
+use sb_agent::{TurnOver, TurnRunner};
 use sb_protocol::requests::ListTasksRequest;
 use sb_protocol::*;
-use sb_tasks::{NewTask, TaskService, TaskUpdate};
+use sb_tasks::{NewTask, Scope, TaskService, TaskUpdate};
 use sb_webhooks::PushConfigService;
 use tonic::{Request, Response, Status};
 
@@ -66,18 +66,8 @@ type TurnStream = futures::stream::BoxStream<'static, Result<pb::TurnProgress, S
 #[async_trait]
 impl pb::task_state_server::TaskState for TaskStateServer {
     async fn create(&self, request: Request<pb::CreateTaskRequest>) -> Reply<pb::TaskRecord> {
-        let req = request.into_inner();
         let result = async {
-            let metadata = if req.metadata_json.is_empty() {
-                None
-            } else {
-                Some(from_json(&req.metadata_json, "metadata")?)
-            };
-            let new = NewTask {
-                scope: scope_from(req.scope),
-                message: from_json(&req.message_json, "message")?,
-                metadata,
-            };
+            let new = new_task_from(request.into_inner())?;
             Ok(record_pb(&self.tasks.create(new).await?))
         }
         .await;
@@ -233,17 +223,74 @@ impl pb::task_state_server::TaskState for TaskStateServer {
         let result = async {
             let record = record_from(req.record)?;
             let message: Message = from_json(&req.message_json, "message")?;
-            self.runner.dispatch(&record, message).await
+            let turn = self.runner.dispatch(&record, message).await?;
+            let scope = Scope {
+                agent: record.agent,
+                owner: record.owner,
+            };
+            Ok(self.progress(scope, record.task.id, None, turn))
         }
         .await;
-        let turn = result.map_err(status_from)?;
-        let queued = futures::stream::once(async { Ok(pb::TurnProgress { over: false }) });
+        reply(result)
+    }
+
+    type StartStream = TurnStream;
+
+    async fn start(&self, request: Request<pb::CreateTaskRequest>) -> Reply<TurnStream> {
+        let result = async {
+            let new = new_task_from(request.into_inner())?;
+            let scope = new.scope.clone();
+            let (record, turn) = self.runner.start(&*self.tasks, new).await?;
+            let created = record_pb(&record);
+            Ok(self.progress(scope, record.task.id, Some(created), turn))
+        }
+        .await;
+        reply(result)
+    }
+}
+
+impl TaskStateServer {
+    /// A turn's progress as streamed: queued (with the task as created, for a start),
+    /// then over, with the task as the turn left it.
+    fn progress(
+        &self,
+        scope: Scope,
+        task_id: String,
+        created: Option<pb::TaskRecord>,
+        turn: TurnOver,
+    ) -> TurnStream {
+        let queued = futures::stream::once(async move {
+            Ok(pb::TurnProgress {
+                over: false,
+                record: created,
+            })
+        });
+        let tasks = self.tasks.clone();
         let over = futures::stream::once(async move {
             // A lost signal (the replica running the turn went away) still ends the wait:
             // the caller then answers with the task as it is.
-            let _ = turn.await;
-            Ok(pb::TurnProgress { over: true })
+            let record = match turn.await {
+                Some(record) => Some(*record),
+                None => tasks.get(&scope, &task_id).await.ok(),
+            };
+            Ok(pb::TurnProgress {
+                over: true,
+                record: record.as_ref().map(record_pb),
+            })
         });
-        Ok(Response::new(queued.chain(over).boxed()))
+        queued.chain(over).boxed()
     }
+}
+
+fn new_task_from(req: pb::CreateTaskRequest) -> Result<NewTask, A2AError> {
+    let metadata = if req.metadata_json.is_empty() {
+        None
+    } else {
+        Some(from_json(&req.metadata_json, "metadata")?)
+    };
+    Ok(NewTask {
+        scope: scope_from(req.scope),
+        message: from_json(&req.message_json, "message")?,
+        metadata,
+    })
 }

@@ -2,11 +2,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sb_agent::TurnRunner;
+use futures::FutureExt;
+use sb_agent::{TurnOver, TurnRunner};
 use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
 use sb_tasks::{TaskService, TaskUpdate};
-use tokio::sync::oneshot;
 
 use super::QueuePolicy;
 use super::session::with_retries;
@@ -36,11 +36,7 @@ impl TurnRunner for QueueRunner {
         None
     }
 
-    async fn dispatch(
-        &self,
-        record: &TaskRecord,
-        message: Message,
-    ) -> Result<oneshot::Receiver<()>, A2AError> {
+    async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
         let task_id = record.task.id.clone();
         let policy = self
             .policies
@@ -65,7 +61,8 @@ impl TurnRunner for QueueRunner {
         // Pushing is idempotent per turn, so it may be retried.
         let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
         if queued.map_err(unavailable)? {
-            return Ok(turn);
+            // The record is in the store, a read away, for whoever wants it.
+            return Ok(turn.map(|_| None).boxed());
         }
         // Rejected, not failed: the agent was never tried; the client may retry later.
         let reason = format!(
@@ -78,10 +75,8 @@ impl TurnRunner for QueueRunner {
             message: Some(Message::agent_text(reason)),
         };
         let running = [TaskState::Submitted, TaskState::Working];
-        self.tasks.update_if(&task_id, &running, update).await?;
-        let (over, turn) = oneshot::channel();
-        let _ = over.send(());
-        Ok(turn)
+        let rejected = self.tasks.update_if(&task_id, &running, update).await?;
+        Ok(futures::future::ready(rejected.map(Box::new)).boxed())
     }
 }
 
@@ -130,7 +125,7 @@ mod tests {
                 metadata: None,
             };
             let record = tasks.create(new).await.unwrap();
-            runner.dispatch(&record, message).await.unwrap();
+            let _turn = runner.dispatch(&record, message).await.unwrap();
             records.push(record.task.id);
         }
         let first = tasks.get(&scope, &records[0]).await.unwrap();

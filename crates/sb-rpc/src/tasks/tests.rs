@@ -1,0 +1,98 @@
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sb_agent::{Agent, AgentHost, TurnRunner};
+use sb_protocol::{Message, Role, TaskState};
+use sb_store::{LocalBus, MemoryStore};
+use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService};
+use sb_webhooks::LocalPushConfigs;
+use sb_webhooks::ssrf::AddressPolicy;
+
+use super::{TaskStateClient, TaskStateServer};
+
+/// A task-state service over real gRPC on loopback, running the echo agent in process,
+/// with at most `max_open` open tasks per principal.
+async fn serve(max_open: usize) -> (TaskStateClient, Arc<LocalTaskService>) {
+    let store = Arc::new(MemoryStore::default());
+    let bus = Arc::new(LocalBus::new());
+    let tasks =
+        Arc::new(LocalTaskService::new(store.clone(), bus.clone()).with_max_in_flight(max_open));
+    let agent: Arc<dyn Agent> = Arc::new(sb_agent::builtin::EchoAgent);
+    let agents = BTreeMap::from([("echo".to_owned(), agent)]);
+    let host = AgentHost::new(agents, tasks.clone(), bus);
+    let policy = Arc::new(AddressPolicy::parse("").unwrap());
+    let server = TaskStateServer {
+        tasks: tasks.clone(),
+        push: Arc::new(LocalPushConfigs::new(store, tasks.clone(), policy)),
+        runner: Arc::new(host),
+        queue: None,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(server.into_service())
+            .serve_with_incoming(incoming),
+    );
+    let channel = crate::wire::connect(&url).unwrap();
+    let client = TaskStateClient::new(channel, BTreeMap::from([("echo".to_owned(), None)]));
+    (client, tasks)
+}
+
+fn hello() -> NewTask {
+    NewTask {
+        scope: Scope {
+            agent: "echo".into(),
+            owner: String::new(),
+        },
+        message: Message {
+            role: Role::User,
+            ..Message::agent_text("hello")
+        },
+        metadata: None,
+    }
+}
+
+/// One call creates the task and starts its turn; the turn's end carries the task as
+/// the turn left it, so a blocking SendMessage needs no further read.
+#[tokio::test]
+async fn start_creates_the_task_and_its_end_carries_the_settled_task() {
+    let (client, tasks) = serve(100).await;
+    let (created, turn) = client.start(&client, hello()).await.unwrap();
+    assert_eq!(created.task.history.len(), 1, "the task as created");
+    let settled = turn.await.expect("the task as the turn left it");
+    assert_eq!(settled.task.id, created.task.id);
+    assert_eq!(settled.state(), TaskState::Completed);
+    let stored = tasks.get(&hello().scope, &created.task.id).await.unwrap();
+    assert_eq!(settled.seq, stored.seq);
+}
+
+/// A follow-up turn (Assign) ends the same way.
+#[tokio::test]
+async fn assign_ends_with_the_task_as_the_turn_left_it() {
+    let (client, tasks) = serve(100).await;
+    let created = tasks.create(hello()).await.unwrap();
+    let message = created.task.history[0].clone();
+    let turn = client.dispatch(&created, message).await.unwrap();
+    let settled = turn.await.expect("the task as the turn left it");
+    assert_eq!(settled.state(), TaskState::Completed);
+}
+
+/// A creation the service refuses is the caller's error, before any turn.
+#[tokio::test]
+async fn start_answers_a_refused_creation_with_its_error() {
+    let (client, tasks) = serve(1).await;
+    // Open, with no turn: it holds the principal's only slot.
+    tasks.create(hello()).await.unwrap();
+    let Err(err) = client.start(&client, hello()).await else {
+        panic!("the open-task limit refuses a second task");
+    };
+    assert_eq!(
+        err.kind,
+        sb_protocol::ErrorKind::ResourceExhausted,
+        "{err:?}"
+    );
+}
