@@ -174,13 +174,15 @@ impl LocalTaskService {
                 return Ok(record);
             }
             let now = Utc::now();
-            let mut next = record.clone();
+            let expected_seq = record.seq;
+            // Our own copy (the store's stays as it was): changed in place.
+            let mut next = record;
             let mut events = Vec::with_capacity(updates.len());
             for update in updates {
                 events.push(lifecycle::apply_in_place(&mut next, update, now)?);
             }
             let commit = TaskCommit {
-                expected_seq: record.seq,
+                expected_seq,
                 record: next.clone(),
                 events: events.clone(),
                 open_limit: None,

@@ -475,17 +475,19 @@ impl Inner {
         serde_json::to_vec(&json).ok()
     }
 
+    /// The headers of one attempt, signed (when the config has a secret) over exactly the
+    /// id and timestamp they carry.
     fn headers(
-        record: &PushConfigRecord,
-        event: &StoredEvent,
+        config: &sb_protocol::TaskPushNotificationConfig,
+        webhook_id: &str,
+        timestamp: i64,
         body: &[u8],
         secret: Option<&[u8]>,
     ) -> Result<HeaderMap, String> {
         let mut headers = HeaderMap::new();
-        let webhook_id = format!("{}:{}", event.task_id, event.seq);
-        let timestamp = chrono::Utc::now().timestamp().to_string();
+        let timestamp = timestamp.to_string();
         if let Some(secret) = secret {
-            let signature = sign(secret, &webhook_id, &timestamp, body);
+            let signature = sign(secret, webhook_id, &timestamp, body);
             headers.insert(
                 "webhook-signature",
                 HeaderValue::from_str(&signature).map_err(|e| e.to_string())?,
@@ -498,16 +500,9 @@ impl Inner {
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        // Standard Webhooks: receivers de-duplicate by id, which is also the stream's seq.
-        headers.insert(
-            "webhook-id",
-            value(&format!("{}:{}", event.task_id, event.seq))?,
-        );
-        headers.insert(
-            "webhook-timestamp",
-            value(&chrono::Utc::now().timestamp().to_string())?,
-        );
-        if let Some(auth) = &record.config.authentication
+        headers.insert("webhook-id", value(webhook_id)?);
+        headers.insert("webhook-timestamp", value(&timestamp)?);
+        if let Some(auth) = &config.authentication
             && let Some(credentials) = auth.credentials.as_deref().filter(|c| !c.is_empty())
         {
             headers.insert(
@@ -515,7 +510,7 @@ impl Inner {
                 value(&format!("{} {credentials}", auth.scheme))?,
             );
         }
-        if let Some(token) = record.config.token.as_deref().filter(|t| !t.is_empty()) {
+        if let Some(token) = config.token.as_deref().filter(|t| !t.is_empty()) {
             headers.insert("x-a2a-notification-token", value(token)?);
         }
         Ok(headers)
@@ -523,9 +518,9 @@ impl Inner {
 
     async fn attempt(
         &self,
-        url: &str,
+        url: reqwest::Url,
         mut headers: HeaderMap,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> (Attempt, Option<u16>) {
         // The receiver can join the trace of the request that caused the event.
         sb_telemetry::inject(&mut headers);
@@ -582,10 +577,6 @@ impl Inner {
         secret: Option<&[u8]>,
     ) -> Result<(), Failure> {
         let url = record.config.url.as_str();
-        let host = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
         let state = event
             .event
             .state()
@@ -593,20 +584,33 @@ impl Inner {
             .unwrap_or("ARTIFACT_UPDATE");
         // Checked again at send time: the config may predate a stricter policy, and a
         // literal address never reaches the resolver.
-        if let Err(reason) = self.config.policy.check_url(url) {
-            tracing::warn!(task_id = %event.task_id, host, reason, "webhook target not allowed; not sent");
-            return Err(Failure {
-                host,
-                reason: format!("target not allowed: {reason}"),
-                attempts: 0,
-            });
-        }
+        let target = match self.config.policy.check_url(url) {
+            Ok(target) => target,
+            Err(reason) => {
+                let host = reqwest::Url::parse(url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .unwrap_or_default();
+                tracing::warn!(task_id = %event.task_id, host, reason, "webhook target not allowed; not sent");
+                return Err(Failure {
+                    host,
+                    reason: format!("target not allowed: {reason}"),
+                    attempts: 0,
+                });
+            }
+        };
+        let host = target.host_str().unwrap_or_default().to_owned();
         let span = tracing::info_span!("webhook_delivery", task_id = %event.task_id, seq = event.seq, host = %host);
         sb_telemetry::follow(&span, event.traceparent.as_deref());
         let attempts = self.config.retry_delays.len() + 1;
+        // Shared by the attempts, not copied for each.
+        let body = bytes::Bytes::from(body);
+        // Standard Webhooks: receivers de-duplicate by id, which is also the stream's seq.
+        let webhook_id = format!("{}:{}", event.task_id, event.seq);
         for attempt in 1..=attempts {
             // Per attempt, so the signed timestamp is fresh on every retry.
-            let headers = match Self::headers(record, event, &body, secret) {
+            let now = chrono::Utc::now().timestamp();
+            let headers = match Self::headers(&record.config, &webhook_id, now, &body, secret) {
                 Ok(headers) => headers,
                 Err(reason) => {
                     tracing::error!(task_id = %event.task_id, host, reason, "webhook not sent");
@@ -618,7 +622,7 @@ impl Inner {
                 }
             };
             let (outcome, status) = self
-                .attempt(url, headers.clone(), body.clone())
+                .attempt(target.clone(), headers, body.clone())
                 .instrument(span.clone())
                 .await;
             let status = status.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
@@ -698,6 +702,30 @@ mod tests {
             "a past date means no extra wait"
         );
         assert_eq!(retry_after("soon"), None);
+    }
+
+    /// The signature covers the very id and timestamp the headers carry (the timestamp
+    /// was once read from the clock twice, so a second boundary broke the signature).
+    #[test]
+    fn the_signature_covers_the_sent_id_and_timestamp() {
+        let config = sb_protocol::TaskPushNotificationConfig {
+            tenant: None,
+            id: None,
+            task_id: "t1".into(),
+            url: "http://127.0.0.1:9/hook".into(),
+            token: Some("tok".into()),
+            authentication: None,
+        };
+        let headers =
+            Inner::headers(&config, "t1:3", 1_700_000_000, b"{}", Some(b"secret")).unwrap();
+        let header = |name: &str| headers.get(name).unwrap().to_str().unwrap().to_owned();
+        assert_eq!(header("webhook-id"), "t1:3");
+        assert_eq!(header("webhook-timestamp"), "1700000000");
+        assert_eq!(
+            header("webhook-signature"),
+            sign(b"secret", "t1:3", "1700000000", b"{}")
+        );
+        assert_eq!(header("x-a2a-notification-token"), "tok");
     }
 
     #[test]
