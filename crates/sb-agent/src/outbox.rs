@@ -178,12 +178,14 @@ impl Outbox {
         let _awaiting = AwaitingTask::register(self);
         let ordinal = self.send(update).await?;
         self.wait_for(ordinal).await?;
-        self.state
-            .lock()
-            .stored
-            .as_deref()
-            .cloned()
-            .ok_or_else(committer_gone)
+        let mut state = self.state.lock();
+        // The last one waiting takes the task: it would be dropped when we leave anyway.
+        let task = if state.awaiting_task == 1 {
+            state.stored.take().map(|task| *task)
+        } else {
+            state.stored.as_deref().cloned()
+        };
+        task.ok_or_else(committer_gone)
     }
 
     /// Waits until every update queued so far is durable; returns a refusal not yet

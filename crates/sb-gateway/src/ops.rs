@@ -211,12 +211,12 @@ fn frames_after(state: &AppState, task_id: &str, after: u64) -> FrameStream {
 /// A task that is waiting already does not end the stream with its snapshot: whoever
 /// subscribes to it wants to see what happens after the answer (TCK STREAM-SUB-002).
 fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>) -> FrameStream {
+    let live = frames_after(state, &record.task.id, record.seq);
     let first = Frame {
         seq: record.seq,
         event: StreamResponse::Task(record.task.with_history_limit(limit)).into(),
         json: Default::default(),
     };
-    let live = frames_after(state, &record.task.id, record.seq);
     let head = futures::stream::once(async move { Ok(first) });
     head.chain(until_end(live)).boxed()
 }

@@ -423,13 +423,12 @@ pub struct Task {
 impl Task {
     /// A copy with at most the `limit` most recent history messages (spec §3.2.4);
     /// `None` keeps everything, `Some(0)` drops the history.
-    pub fn with_history_limit(&self, limit: Option<usize>) -> Task {
-        let mut task = self.clone();
+    pub fn with_history_limit(mut self, limit: Option<usize>) -> Task {
         if let Some(limit) = limit {
-            let keep_from = task.history.len().saturating_sub(limit);
-            task.history.drain(..keep_from);
+            let keep_from = self.history.len().saturating_sub(limit);
+            self.history.drain(..keep_from);
         }
-        task
+        self
     }
 }
 
@@ -613,9 +612,9 @@ mod tests {
             m.message_id = format!("m{i}");
             task.history.push(m);
         }
-        let limited = task.with_history_limit(Some(2));
+        let limited = task.clone().with_history_limit(Some(2));
         assert_eq!(limited.history[0].message_id, "m1");
-        assert!(task.with_history_limit(Some(0)).history.is_empty());
+        assert!(task.clone().with_history_limit(Some(0)).history.is_empty());
         assert_eq!(task.with_history_limit(None).history.len(), 3);
     }
 
