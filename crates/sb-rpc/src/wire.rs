@@ -107,7 +107,12 @@ pub fn connect(urls: &str) -> Result<Channel, String> {
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10))
             .keep_alive_timeout(Duration::from_secs(5))
-            .keep_alive_while_idle(true);
+            .keep_alive_while_idle(true)
+            // A stream we drop (a subscriber that left) is reset; the frames the server
+            // had already sent must find it remembered, or each one counts toward the
+            // limit of resets after which h2 closes the whole connection.
+            .http2_max_concurrent_reset_streams(4096)
+            .http2_reset_stream_duration(Duration::from_secs(2));
         endpoints.push(endpoint);
     }
     if endpoints.is_empty() {

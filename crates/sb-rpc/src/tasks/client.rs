@@ -328,16 +328,41 @@ async fn queued(
     }
 }
 
-/// The rest of a turn's progress stream, as its end. The stream is read only if someone
-/// waits: a caller that drops it closes the call, and the turn goes on.
-fn turn_over(mut progress: Streaming<pb::TurnProgress>) -> TurnOver {
-    async move {
-        match progress.message().await {
+/// The rest of a turn's progress stream, as its end.
+fn turn_over(progress: Streaming<pb::TurnProgress>) -> TurnOver {
+    Progress(Some(progress)).end().boxed()
+}
+
+/// A turn's progress stream, always read to its very end (trailers included). A gRPC
+/// stream dropped before its end is reset, the server's frames that follow are answered
+/// with more resets, and h2 closes a connection once it has sent ~1,000 of those:
+/// every call on it fails. So a caller that stops waiting leaves the rest of the stream
+/// to a task that reads it out.
+struct Progress(Option<Streaming<pb::TurnProgress>>);
+
+impl Progress {
+    async fn end(mut self) -> Option<Box<TaskRecord>> {
+        let stream = self.0.as_mut()?;
+        let over = match stream.message().await {
             Ok(Some(pb::TurnProgress { over: true, record })) => {
                 record_from(record).ok().map(Box::new)
             }
             _ => None,
+        };
+        // Nothing follows but the trailers: the stream then ends on both sides.
+        let _ = stream.message().await;
+        self.0 = None;
+        over
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        let Some(mut stream) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { while let Ok(Some(_)) = stream.message().await {} });
         }
     }
-    .boxed()
 }

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use sb_agent::{Agent, AgentHost, TurnRunner};
-use sb_protocol::{Message, Role, TaskState};
+use sb_protocol::{A2AError, Message, Role, TaskState};
 use sb_store::{LocalBus, MemoryStore};
 use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService};
 use sb_webhooks::LocalPushConfigs;
@@ -94,5 +95,32 @@ async fn start_answers_a_refused_creation_with_its_error() {
         err.kind,
         sb_protocol::ErrorKind::ResourceExhausted,
         "{err:?}"
+    );
+}
+
+/// Thousands of turns over one connection, many at a time, each followed to its end:
+/// none fails. (A progress stream dropped before its trailers was reset, and h2 closes a
+/// connection after ~1,000 such resets: every call on it then failed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_turns_share_one_connection() {
+    let (client, _tasks) = serve(100_000).await;
+    let turns = futures::stream::iter(0..3000).map(|_| {
+        let client = client.clone();
+        async move {
+            let (_, turn) = client.start(&client, hello()).await?;
+            let settled = turn.await.ok_or_else(|| A2AError::internal("turn lost"))?;
+            Ok::<_, A2AError>(settled.state())
+        }
+    });
+    let outcomes: Vec<_> = turns.buffer_unordered(64).collect().await;
+    let failed: Vec<_> = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Ok(TaskState::Completed)))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 3000 failed, e.g. {:?}",
+        failed.len(),
+        failed.first()
     );
 }
