@@ -60,6 +60,49 @@ pub struct AppState {
     /// Open streams per principal on this node.
     pub streams: Arc<limits::StreamLimits>,
     pub metrics: Arc<metrics::GatewayMetrics>,
+    /// What `/healthz` reports.
+    pub health: Health,
+}
+
+/// Whether this process can still do its work. A fault that only a restart clears (the
+/// embedded store after a failed write it could not undo) makes `/healthz` answer 503
+/// with the reason, so a supervisor (Kubernetes' liveness probe, `switchboard health`)
+/// restarts the process instead of leaving it up and refusing every write.
+#[derive(Clone, Default)]
+pub struct Health(Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>);
+
+impl Health {
+    /// Healthy unless `fault` names a reason.
+    pub fn watching(fault: impl Fn() -> Option<String> + Send + Sync + 'static) -> Health {
+        Health(Some(Arc::new(fault)))
+    }
+
+    pub fn fault(&self) -> Option<String> {
+        self.0.as_ref().and_then(|fault| fault())
+    }
+
+    /// The `/healthz` answer: 200 `ok`, or 503 with the reason.
+    pub fn response(&self) -> Response {
+        use axum::response::IntoResponse;
+        match self.fault() {
+            None => "ok".into_response(),
+            Some(reason) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("unhealthy: {reason}"),
+            )
+                .into_response(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Health").field(&self.fault()).finish()
+    }
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    state.health.response()
 }
 
 /// A request as the handlers see it, body already read within the size limit.
@@ -109,7 +152,7 @@ pub fn activates(headers: &HeaderMap, uri: &str) -> bool {
 /// The public router.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .fallback(dispatch)
         .with_state(state)
 }
@@ -254,4 +297,23 @@ fn not_found(path: &str) -> Response {
         format!("no A2A endpoint at {path}"),
     );
     wire::json_response(StatusCode::NOT_FOUND, &err.rest_body(Version::V1_0))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn health_answers_503_with_the_fault() {
+        assert_eq!(Health::default().response().status(), StatusCode::OK);
+        let faulty = Health::watching(|| Some("the disk is full".to_owned()));
+        let response = faulty.response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(&body[..], b"unhealthy: the disk is full");
+    }
 }

@@ -82,6 +82,7 @@ async fn serve(token: Option<&str>) -> Client {
         auth: Arc::new(auth),
         streams: sb_gateway::limits::StreamLimits::new(10),
         metrics: Default::default(),
+        health: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -70,6 +70,7 @@ fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
         auth: Arc::new(auth),
         streams: sb_gateway::limits::StreamLimits::new(2),
         metrics: Default::default(),
+        health: Default::default(),
     };
     router(state)
 }

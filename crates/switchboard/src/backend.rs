@@ -26,6 +26,18 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
+    /// What `/healthz` watches: the embedded store's fault, when it has one (Redis
+    /// outages are ridden out by reconnecting, not by restarting).
+    pub(crate) fn health(&self) -> sb_gateway::Health {
+        match &self.embedded {
+            Some(store) => {
+                let store = store.clone();
+                sb_gateway::Health::watching(move || store.fault())
+            }
+            None => sb_gateway::Health::default(),
+        }
+    }
+
     /// Leaves the embedded store checkpointed (its journal empty), so the next start
     /// has nothing to replay. Nothing to do for memory or Redis.
     pub(crate) async fn close(&self) {

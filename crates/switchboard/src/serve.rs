@@ -90,6 +90,7 @@ pub async fn serve(
             gateway_metrics.open_streams.clone(),
         ),
         metrics: gateway_metrics,
+        health: backend.health(),
     };
     let grpc = tonic::service::Routes::new(sb_gateway::grpc::service(state.clone()));
     let mut app = sb_gateway::router(state).merge(metrics_router(Arc::new(metrics_registry)));

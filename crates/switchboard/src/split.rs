@@ -168,6 +168,7 @@ pub async fn serve_split(
                 gateway_metrics.open_streams.clone(),
             ),
             metrics: gateway_metrics,
+            health: backend.as_ref().map(Backend::health).unwrap_or_default(),
         };
         // The public A2A gRPC service sits with the internal ones (same content type).
         grpc.add_service(sb_gateway::grpc::service(state.clone()));
@@ -182,7 +183,14 @@ pub async fn serve_split(
             app = app.merge(sb_webhooks::admin::admin_router(Arc::new(admin), token));
         }
     } else {
-        app = app.route("/healthz", axum::routing::get(|| async { "ok" }));
+        let health = backend.as_ref().map(Backend::health).unwrap_or_default();
+        app = app.route(
+            "/healthz",
+            axum::routing::get(move || {
+                let answer = health.response();
+                async move { answer }
+            }),
+        );
     }
     // Each internal call is a span continuing the caller's trace (gRPC metadata).
     let traced = tower_http::trace::TraceLayer::new_for_grpc().make_span_with(

@@ -188,6 +188,11 @@ impl Journal {
         self.frame.len() > FRAME_HEAD
     }
 
+    /// Why nothing more may be appended, if so (until a checkpoint resets the journal).
+    pub(super) fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
     /// Appends the frame being built and waits until it is on disk. On failure the
     /// file is cut back to where it was, so the frame can never be replayed.
     pub(super) fn write_frame(&mut self) -> StoreResult<()> {

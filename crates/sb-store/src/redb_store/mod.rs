@@ -39,6 +39,8 @@ pub struct RedbStore {
     db: Arc<Database>,
     writer: mpsc::Sender<Queued>,
     hot: SharedHot,
+    /// Why the store takes no more writes until it is reopened, if it does not.
+    fault: writer::Fault,
 }
 
 /// What the store answers from memory. Only the writer thread changes the file, and it
@@ -193,6 +195,8 @@ impl RedbStore {
         let db = Arc::new(db);
         let (writer, queue) = mpsc::channel(4096);
         let (writer_db, writer_hot) = (db.clone(), hot.clone());
+        let fault = writer::Fault::default();
+        let writer_fault = fault.clone();
         let ticker = writer.downgrade();
         std::thread::Builder::new()
             .name("sb-store-ticker".into())
@@ -201,10 +205,28 @@ impl RedbStore {
         std::thread::Builder::new()
             .name("sb-store-writer".into())
             .spawn(move || {
-                writer::write_loop(&writer_db, &writer_hot, journal, checkpoint_every, queue)
+                let writer = writer::Writer {
+                    db: &writer_db,
+                    hot: &writer_hot,
+                    fault: &writer_fault,
+                    checkpoint_every,
+                };
+                writer::write_loop(&writer, journal, queue)
             })
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
-        Ok(RedbStore { db, writer, hot })
+        Ok(RedbStore {
+            db,
+            writer,
+            hot,
+            fault,
+        })
+    }
+
+    /// Why the store refuses every write until the process restarts (reopening it),
+    /// when it does: a write that failed and could not be undone (disk full, I/O
+    /// error). A transient failure that the next write gets past is not a fault.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().clone()
     }
 
     /// Makes the redb file catch up with the journal now, and empties the journal: a

@@ -7,6 +7,7 @@
 //! [`CHECKPOINT_EVERY`] makes the redb file itself catch up.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
@@ -57,36 +58,51 @@ const GATHER_WINDOW: Duration = Duration::from_micros(1000);
 const GATHER_QUIET: Duration = Duration::from_micros(500);
 const GATHER_POLL: Duration = Duration::from_micros(100);
 
+/// Why the store takes no more writes until it is reopened (see [`RedbStore::fault`]).
+///
+/// [`RedbStore::fault`]: super::RedbStore::fault
+pub(super) type Fault = Arc<parking_lot::Mutex<Option<String>>>;
+
+/// What the writer thread works on.
+pub(super) struct Writer<'a> {
+    pub(super) db: &'a Database,
+    pub(super) hot: &'a SharedHot,
+    pub(super) fault: &'a Fault,
+    pub(super) checkpoint_every: Duration,
+}
+
 pub(super) fn write_loop(
-    db: &Database,
-    hot: &SharedHot,
+    writer: &Writer<'_>,
     mut journal: Journal,
-    checkpoint_every: Duration,
     mut queue: mpsc::Receiver<Queued>,
 ) {
+    let db = writer.db;
     let mut concurrent = false;
     let mut last_checkpoint = Instant::now();
     let mut asked = Vec::new();
+    let mut faulty = false;
     while let Some(first) = queue.blocking_recv() {
+        let mut failed = false;
         match first {
             Queued::Op(first) => {
                 let batch = gather(first, &mut queue, concurrent, &mut asked);
                 // One request alone commits at once; several mean callers are running side
                 // by side, and the next ones are likely a fraction of an fsync away.
                 concurrent = batch.len() > 1;
-                apply_batch(db, hot, &mut journal, batch);
+                failed = !apply_batch(db, writer.hot, &mut journal, batch);
             }
             Queued::Tick => {}
             Queued::Checkpoint(reply) => asked.push(reply),
         }
         let due = !asked.is_empty()
-            || last_checkpoint.elapsed() >= checkpoint_every
+            || last_checkpoint.elapsed() >= writer.checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
         let mut outcome = Ok(());
         if due && journal.frames_len() > 0 {
             outcome = checkpoint(db, &mut journal);
             if let Err(e) = &outcome {
                 tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
+                failed = true;
             }
             last_checkpoint = Instant::now();
         }
@@ -97,12 +113,45 @@ pub(super) fn write_loop(
             };
             let _ = reply.send(answer);
         }
+        // Judged only after a failure, and until the store is whole again: nothing to do
+        // on the way of a healthy batch.
+        if failed || faulty {
+            let now = lasting_fault(db, &journal);
+            if let Some(reason) = &now {
+                tracing::error!(
+                    reason,
+                    "the store takes no more writes until the server restarts"
+                );
+            }
+            faulty = now.is_some();
+            *writer.fault.lock() = now;
+        }
     }
     // The store is closing: leave nothing for the next open to replay.
     if journal.frames_len() > 0
         && let Err(e) = checkpoint(db, &mut journal)
     {
         tracing::error!(error = %e, "final store checkpoint failed; the next start replays the journal");
+    }
+}
+
+/// Why no write can succeed any more, short of reopening the store: a journal that could
+/// not be repaired after a failed write, or a redb file that failed a write (redb then
+/// refuses every transaction until it is reopened).
+fn lasting_fault(db: &Database, journal: &Journal) -> Option<String> {
+    if let Some(reason) = journal.broken() {
+        return Some(reason.to_owned());
+    }
+    match db.begin_write() {
+        Ok(txn) => {
+            let _ = txn.abort();
+            None
+        }
+        Err(redb::TransactionError::Storage(redb::StorageError::PreviousIo)) => Some(
+            "the store file failed a write (is the disk full?) and takes no more until the server restarts"
+                .to_owned(),
+        ),
+        Err(_) => None,
     }
 }
 
@@ -210,7 +259,8 @@ impl BatchWriter<'_, '_> {
     }
 }
 
-fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec<WriteOp>) {
+/// Returns whether the batch was written.
+fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec<WriteOp>) -> bool {
     let mut replies = Vec::with_capacity(batch.len());
     // What this batch changes in the cache, applied only once it is durable.
     let mut changes = Changes::default();
@@ -261,9 +311,10 @@ fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec
     for reply in replies {
         reply.send(&outcome);
     }
-    if let Err(e) = outcome {
+    if let Err(e) = &outcome {
         tracing::error!(error = %e, "store batch commit failed");
     }
+    outcome.is_ok()
 }
 
 /// Applies one request; `Err` only for a storage failure, which fails the batch.

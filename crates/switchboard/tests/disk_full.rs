@@ -1,0 +1,167 @@
+//! A full disk under the embedded store, on the real binary: writes fail with a clear,
+//! retryable error (never a hang or a crash), and once the store can take no more writes
+//! until it is reopened, `/healthz` answers 503 with the reason and `switchboard health`
+//! fails, so a supervisor restarts the process instead of leaving it up and refusing
+//! every write. The disk is a small tmpfs, which needs root to mount; where it cannot be
+//! mounted the test says so and does not run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A tmpfs of a few megabytes, unmounted on drop.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if mounted {
+            Some(SmallDisk(dir))
+        } else {
+            let _ = std::fs::remove_dir(&dir);
+            None
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start(data_dir: &Path) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", &addr])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if reqwest::get(format!("http://{addr}/healthz")).await.is_ok() {
+            return Server { child, addr };
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("switchboard did not become healthy");
+}
+
+/// A blocking SendMessage to the echo agent with `text`; the JSON-RPC response.
+async fn send(server: &Server, text: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": uuid(), "parts": [{"text": text}]}}});
+    let response = tokio::time::timeout(
+        Duration::from_secs(10),
+        reqwest::Client::new()
+            .post(format!("http://{}/agents/echo/a2a", server.addr))
+            .header("A2A-Version", "1.0")
+            .json(&body)
+            .send(),
+    )
+    .await
+    .expect("an answer, not a hang")
+    .unwrap();
+    response.json().await.unwrap()
+}
+
+fn uuid() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("m-{nanos}")
+}
+
+async fn health(server: &Server) -> (u16, String) {
+    let response = reqwest::get(format!("http://{}/healthz", server.addr))
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_clearly_and_health_reports_it() {
+    let Some(disk) = SmallDisk::mount("4m") else {
+        eprintln!(
+            "a_full_disk_fails_writes_clearly_and_health_reports_it: not run (cannot mount a tmpfs; needs root)"
+        );
+        return;
+    };
+    let server = start(&disk.0).await;
+    assert_eq!(health(&server).await.0, 200);
+    // Each task stores its text twice (message and artifact): a few hundred fill 4 MB.
+    let text = "x".repeat(32 * 1024);
+    let mut refused = None;
+    for _ in 0..2000 {
+        let response = send(&server, &text).await;
+        if let Some(error) = response.get("error") {
+            refused = Some(error.clone());
+            break;
+        }
+        assert_eq!(
+            response["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{response}"
+        );
+    }
+    let error = refused.expect("a 4 MB disk refuses writes at some point");
+    assert_eq!(error["code"], -32603, "an internal error: {error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains("store"), "says what failed: {error}");
+
+    // Once the store cannot take writes until it is reopened, health says so; until
+    // then every write keeps failing clearly, none hangs.
+    let mut reported = None;
+    for _ in 0..100 {
+        let (status, body) = health(&server).await;
+        if status == 503 {
+            reported = Some(body);
+            break;
+        }
+        let response = send(&server, &text).await;
+        assert!(
+            response.get("error").is_some(),
+            "the disk is still full: {response}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = reported.expect("/healthz reports the broken store");
+    assert!(body.contains("disk full"), "{body}");
+    let probe = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["health", &server.addr])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!probe.success(), "the container health check fails too");
+}
