@@ -368,21 +368,31 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_client_cancel_reaches_the_running_agent() {
-        let agent = Arc::new(WaitsForCancel::default());
-        let (host, _store, tasks) = host_of(agent.clone());
-        let scope = scope();
+    /// Creates a task, starts its turn and waits until the agent reports working.
+    async fn working_turn(
+        host: &AgentHost,
+        tasks: &LocalTaskService,
+    ) -> (TaskRecord, oneshot::Receiver<()>) {
         let record = tasks.create(new_task("go")).await.unwrap();
         let turn = host.dispatch(&record, first_message(&record).unwrap());
         let working = async {
-            while tasks.get(&scope, &record.task.id).await.unwrap().state() != TaskState::Working {
+            while tasks.get(&scope(), &record.task.id).await.unwrap().state() != TaskState::Working
+            {
                 tokio::task::yield_now().await;
             }
         };
         tokio::time::timeout(Duration::from_secs(5), working)
             .await
             .expect("the agent reports working");
+        (record, turn)
+    }
+
+    #[tokio::test]
+    async fn a_client_cancel_reaches_the_running_agent() {
+        let agent = Arc::new(WaitsForCancel::default());
+        let (host, _store, tasks) = host_of(agent.clone());
+        let scope = scope();
+        let (record, turn) = working_turn(&host, &tasks).await;
         tasks.cancel(&scope, &record.task.id).await.unwrap();
         // Well inside CANCEL_GRACE: the agent stopped on its own, it was not dropped.
         tokio::time::timeout(Duration::from_secs(2), turn)
@@ -421,16 +431,7 @@ mod tests {
     async fn a_canceled_task_ends_the_turn_before_its_agent_stops() {
         let (host, _store, tasks) = host_of(Arc::new(IgnoresCancel));
         let scope = scope();
-        let record = tasks.create(new_task("go")).await.unwrap();
-        let turn = host.dispatch(&record, first_message(&record).unwrap());
-        let working = async {
-            while tasks.get(&scope, &record.task.id).await.unwrap().state() != TaskState::Working {
-                tokio::task::yield_now().await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(5), working)
-            .await
-            .expect("the agent reports working");
+        let (record, turn) = working_turn(&host, &tasks).await;
         tasks.cancel(&scope, &record.task.id).await.unwrap();
         tokio::time::timeout(CANCEL_GRACE / 2, turn)
             .await
