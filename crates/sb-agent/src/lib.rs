@@ -25,4 +25,4 @@ mod testing;
 
 pub use api::*;
 pub use host::AgentHost;
-pub use runner::{TurnOver, TurnRunner};
+pub use runner::{TurnOver, TurnRunner, turn_over_signal};

@@ -49,7 +49,7 @@ impl TurnRunner for crate::AgentHost {
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
-        Ok(over_without_record(crate::AgentHost::dispatch(
+        Ok(turn_over_signal(crate::AgentHost::dispatch(
             self, record, message,
         )))
     }
@@ -62,12 +62,12 @@ impl TurnRunner for crate::AgentHost {
         new: NewTask,
     ) -> Result<(TaskRecord, TurnOver), A2AError> {
         let (record, turn) = crate::AgentHost::start(self, new).await?;
-        Ok((record, over_without_record(turn)))
+        Ok((record, turn_over_signal(turn)))
     }
 }
 
-/// In this process the task service's copy is at hand: reading it costs less than
-/// carrying it.
-fn over_without_record(turn: tokio::sync::oneshot::Receiver<()>) -> TurnOver {
+/// A [`TurnOver`] from a bare signal, with no record: the task service has the task,
+/// a read away (in this process, reading it costs less than carrying it).
+pub fn turn_over_signal(turn: tokio::sync::oneshot::Receiver<()>) -> TurnOver {
     turn.map(|_| None).boxed()
 }

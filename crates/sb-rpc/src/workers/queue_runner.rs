@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{TurnOver, TurnRunner};
+use sb_agent::{TurnOver, TurnRunner, turn_over_signal};
 use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
 use sb_tasks::{TaskService, TaskUpdate};
@@ -61,8 +61,7 @@ impl TurnRunner for QueueRunner {
         // Pushing is idempotent per turn, so it may be retried.
         let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
         if queued.map_err(unavailable)? {
-            // The record is in the store, a read away, for whoever wants it.
-            return Ok(turn.map(|_| None).boxed());
+            return Ok(turn_over_signal(turn));
         }
         // Rejected, not failed: the agent was never tried; the client may retry later.
         let reason = format!(
