@@ -131,7 +131,7 @@ impl Setup {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let mut command = self.pinned(&self.repo.join("scripts/local-cluster.sh"));
-        let status = command
+        let output = command
             .arg("up")
             .env("CLUSTER_DIR", &dir)
             .env("SWITCHBOARD_BIN", &self.switchboard_bin)
@@ -150,9 +150,13 @@ impl Setup {
             .env("DISPATCHERS", "1")
             .env("REGISTRIES", "1")
             .env("WORKERS", "1")
+            .stdin(Stdio::null())
             .stdout(self.log("split")?)
-            .stderr(self.log("split.err")?)
-            .status()?;
+            .output()?;
+        // Each start rewrites the log, so a failure's reason goes into the error too:
+        // a later start would otherwise overwrite it before anyone reads it.
+        std::fs::write(self.work_dir.join("split.err.log"), &output.stderr)?;
+        let status = output.status;
         let mut server = Server {
             name: "split".to_owned(),
             targets: Vec::new(),
@@ -164,8 +168,8 @@ impl Setup {
         };
         anyhow::ensure!(
             status.success(),
-            "local-cluster.sh up failed; see {}",
-            self.work_dir.join("split.err.log").display()
+            "local-cluster.sh up failed ({status}); its stderr ends:\n{}",
+            tail_lines(&String::from_utf8_lossy(&output.stderr), 30)
         );
         for line in std::fs::read_to_string(dir.join("processes"))?.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
@@ -187,6 +191,11 @@ impl Setup {
         server.wait_ready().await?;
         Ok(server)
     }
+}
+
+fn tail_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 impl Server {
