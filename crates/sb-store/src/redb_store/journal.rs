@@ -25,16 +25,20 @@ const HEADER_LEN: u64 = 16;
 const FRAME_HEAD: usize = 8;
 
 /// One key-value write, exactly as the writer applied it to redb; replaying a frame
-/// applies its entries again, through the same code.
+/// applies its entries again, through the same code. Values go through `serde_bytes`:
+/// serde writes a plain `&[u8]` one element at a time (postcard's encoding of a byte
+/// sequence is the same either way, so journals written before read the same).
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub(super) enum Entry<'a> {
     PutTask {
         id: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
     PutEvent {
         task_id: &'a str,
         seq: u64,
+        #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
     /// The task's record and every event of it.
@@ -44,6 +48,7 @@ pub(super) enum Entry<'a> {
     PutPush {
         task_id: &'a str,
         config_id: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
     RemovePush {
@@ -56,6 +61,7 @@ pub(super) enum Entry<'a> {
     },
     PutDead {
         id: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
     RemoveDead {
@@ -319,6 +325,20 @@ mod tests {
             journal.add(entry).unwrap();
         }
         journal.write_frame().unwrap();
+    }
+
+    /// The encoding journals already on disk were written in (values as a byte sequence
+    /// of their length, then the bytes): changing it would strand them.
+    #[test]
+    fn entries_keep_their_encoding() {
+        let entry = Entry::PutEvent {
+            task_id: "t",
+            seq: 300,
+            value: b"{}",
+        };
+        let bytes = postcard::to_allocvec(&entry).unwrap();
+        assert_eq!(bytes, [1, 1, b't', 0xac, 0x02, 2, b'{', b'}']);
+        assert_eq!(entries(&bytes).unwrap(), vec![entry]);
     }
 
     #[test]
