@@ -8,6 +8,7 @@ use sb_protocol::requests::*;
 use sb_protocol::v03::{self, Dialect03};
 use sb_protocol::*;
 use sb_tasks::Scope;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::wire::{self, Wire, json_text_response};
@@ -125,11 +126,22 @@ fn metadata_cursor(metadata: Option<&Metadata>) -> Option<u64> {
 pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageRequest, A2AError> {
     match wire {
         Wire::V1 => parse_params(params),
-        Wire::V03(dialect) => {
-            let normalized = v03::send_params_from_v03(params, dialect)
-                .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))?;
-            parse_params(normalized)
-        }
+        Wire::V03(dialect) => decode_send_v03(params, dialect),
+    }
+}
+
+fn decode_send_v03(params: Value, dialect: Dialect03) -> Result<SendMessageRequest, A2AError> {
+    let normalized = v03::send_params_from_v03(params, dialect)
+        .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))?;
+    parse_params(normalized)
+}
+
+/// [`decode_send`] from a JSON-RPC request's params text: 1.0 is read straight into
+/// its type (the hot path), 0.3 is normalised through a `Value`.
+fn decode_send_raw(params: &RawValue, wire: Wire) -> Result<SendMessageRequest, A2AError> {
+    match wire {
+        Wire::V1 => parse_params_raw(params),
+        Wire::V03(dialect) => decode_send_v03(jsonrpc::params_value(params), dialect),
     }
 }
 
@@ -138,24 +150,27 @@ pub(crate) fn decode_send(params: Value, wire: Wire) -> Result<SendMessageReques
 async fn unary(
     state: &AppState,
     scope: &Scope,
-    params: Value,
+    params: Box<RawValue>,
     op: Operation,
     wire: Wire,
 ) -> Result<String, A2AError> {
     let version = wire.version();
-    let Value::Object(mut obj) = params else {
-        return Err(A2AError::invalid_params("params must be an object"));
-    };
-    let value = match (op, version) {
+    match (op, version) {
         (Operation::SendMessage, _) => {
-            let req = decode_send(Value::Object(obj), wire)?;
+            let req = decode_send_raw(&params, wire)?;
             let result = ops::send(state, scope, req, version).await?;
             return Ok(wire.send_result_text(&result));
         }
         (Operation::GetTask, Version::V1_0) => {
-            let req: GetTaskRequest = parse_params(Value::Object(obj))?;
+            let req: GetTaskRequest = parse_params_raw(&params)?;
             return Ok(wire.task_text(&ops::get_task(state, scope, &req).await?));
         }
+        _ => {}
+    }
+    let Value::Object(mut obj) = jsonrpc::params_value(&params) else {
+        return Err(A2AError::invalid_params("params must be an object"));
+    };
+    let value = match (op, version) {
         (Operation::GetTask, Version::V0_3) => {
             let mut req: GetTaskRequest = parse_params(Value::Object(obj))?;
             // 0.3: historyLength 0 meant "no limit" (digest §9.2).
@@ -244,9 +259,12 @@ async fn unary(
             Ok(Value::Null)
         }
         (Operation::GetExtendedCard, _) => ops::extended_card(state, scope, version),
-        (Operation::SendStreamingMessage | Operation::SubscribeToTask, _) => {
-            Err(A2AError::internal("streaming operation routed as unary"))
-        }
+        // Answered above (typed from the params text) or by `stream`.
+        (Operation::SendMessage, _)
+        | (Operation::GetTask, Version::V1_0)
+        | (Operation::SendStreamingMessage | Operation::SubscribeToTask, _) => Err(
+            A2AError::internal(format!("{op:?} routed to the wrong handler")),
+        ),
     };
     value.map(|value| value.to_string())
 }
@@ -256,7 +274,7 @@ async fn stream(
     scope: &Scope,
     req: &Request,
     id: Value,
-    params: Value,
+    params: Box<RawValue>,
     op: Operation,
     wire: Wire,
 ) -> Response {
@@ -267,13 +285,13 @@ async fn stream(
         Err(err) => jsonrpc::failure(&render_id, err, version).to_string(),
     };
     let frames = match op {
-        Operation::SendStreamingMessage => match decode_send(params, wire) {
+        Operation::SendStreamingMessage => match decode_send_raw(&params, wire) {
             Ok(send) => ops::send_streaming(state, scope, send, version)
                 .await
                 .map(|f| (f, false)),
             Err(e) => Err(e),
         },
-        _ => match parse_params::<TaskIdRequest>(params) {
+        _ => match parse_params_raw::<TaskIdRequest>(&params) {
             Ok(sub) => {
                 // 0.3 requests may carry the cursor in params.metadata (clients that
                 // cannot set headers); the header wins.

@@ -1,18 +1,53 @@
 //! The JSON-RPC 2.0 envelope: parsing with the standard error codes, and method names of
 //! both protocol versions (digest §1.3, §2.1).
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::Version;
 use crate::error::{A2AError, ErrorKind};
 use crate::serde_util::json_kind;
 
-/// A well-formed JSON-RPC request.
-#[derive(Clone, Debug, PartialEq)]
+/// A well-formed JSON-RPC request. `params` is an object's JSON text, kept unparsed so
+/// the hot operations deserialise it straight into their request types.
+#[derive(Clone, Debug)]
 pub struct Request {
     pub id: Value,
     pub method: String,
-    pub params: Value,
+    pub params: Box<RawValue>,
+}
+
+impl Request {
+    /// The params as a JSON value (the operations that edit them before typing them).
+    pub fn params_value(&self) -> Value {
+        params_value(&self.params)
+    }
+}
+
+/// `params` text (always an object, see [`Request`]) as a JSON value.
+pub fn params_value(params: &RawValue) -> Value {
+    serde_json::from_str(params.get()).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+/// The envelope as the fast path reads it: anything unusual (a duplicate member, an
+/// escaped method name, a wrong type) fails here and goes to [`parse_request_value`],
+/// which accepts what JSON-RPC allows and words the errors.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(borrow)]
+    jsonrpc: Option<&'a str>,
+    #[serde(borrow)]
+    method: Option<&'a str>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+fn empty_params() -> Box<RawValue> {
+    // `{}` is valid JSON: the default (`null`) is never taken.
+    RawValue::from_string("{}".to_owned()).unwrap_or_default()
 }
 
 /// A request that failed envelope validation; `id` is what could be read of it.
@@ -26,6 +61,35 @@ pub struct EnvelopeError {
 // Called once per request and returned straight to the caller: the size is irrelevant.
 #[allow(clippy::result_large_err)]
 pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
+    if let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body)
+        && matches!(
+            envelope.id,
+            None | Some(Value::String(_) | Value::Number(_) | Value::Null)
+        )
+        && envelope.jsonrpc == Some("2.0")
+        && let Some(method) = envelope.method.filter(|m| !m.is_empty())
+    {
+        let params = match envelope.params {
+            None => Some(empty_params()),
+            Some(raw) if raw.get() == "null" => Some(empty_params()),
+            Some(raw) if raw.get().starts_with('{') => Some(raw.to_owned()),
+            Some(_) => None,
+        };
+        if let Some(params) = params {
+            return Ok(Request {
+                id: envelope.id.unwrap_or(Value::Null),
+                method: method.to_owned(),
+                params,
+            });
+        }
+    }
+    parse_request_value(body)
+}
+
+/// The envelope read through a `Value`: slower, but it takes any valid request and
+/// explains exactly what is wrong with an invalid one.
+#[allow(clippy::result_large_err)]
+fn parse_request_value(body: &[u8]) -> Result<Request, EnvelopeError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
         id: Value::Null,
         error: A2AError::new(
@@ -83,8 +147,13 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
         None => return Err(invalid(id, "\"method\" is required".to_owned())),
     };
     let params = match obj.remove("params") {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(p @ Value::Object(_)) => p,
+        None | Some(Value::Null) => empty_params(),
+        Some(p @ Value::Object(_)) => {
+            serde_json::value::to_raw_value(&p).map_err(|e| EnvelopeError {
+                id: id.clone(),
+                error: A2AError::invalid_params(format!("\"params\" cannot be read: {e}")),
+            })?
+        }
         Some(other) => {
             return Err(EnvelopeError {
                 id,
@@ -214,7 +283,7 @@ mod tests {
     fn good_envelope() {
         let req = parse_request(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask"}"#).unwrap();
         assert_eq!(req.id, json!(7));
-        assert!(req.params.is_object());
+        assert_eq!(req.params_value(), json!({}));
         assert_eq!(
             resolve_method(&req.method),
             Some((Operation::GetTask, Version::V1_0))
@@ -224,5 +293,38 @@ mod tests {
             Version::V0_3
         );
         assert_eq!(resolve_method("tasks/list"), None);
+    }
+
+    /// What the fast envelope reader declines, the `Value` reader still accepts.
+    #[test]
+    fn unusual_envelopes_read_like_usual_ones() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params" : { "id" : "t" } }"#,
+                json!("a"),
+                json!({"id": "t"}),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"x","method":"GetTask","params":{"id":"t"}}"#,
+                Value::Null,
+                json!({"id": "t"}),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"Get\u0054ask","params":null}"#,
+                Value::Null,
+                json!({}),
+            ),
+            (
+                r#"{"jsonrpc":"2\u002e0","id":3.5,"method":"GetTask","extra":[1]}"#,
+                json!(3.5),
+                json!({}),
+            ),
+        ];
+        for (body, id, params) in cases {
+            let req = parse_request(body.as_bytes()).unwrap();
+            assert_eq!(req.method, "GetTask", "{body}");
+            assert_eq!(req.id, id, "{body}");
+            assert_eq!(req.params_value(), params, "{body}");
+        }
     }
 }

@@ -16,6 +16,14 @@ pub fn parse_params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, 
         .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))
 }
 
+/// [`parse_params`] from params' JSON text, without building a `Value` first.
+pub fn parse_params_raw<T: serde::de::DeserializeOwned>(
+    params: &serde_json::value::RawValue,
+) -> Result<T, A2AError> {
+    serde_json::from_str(params.get())
+        .map_err(|e| A2AError::invalid_params(format!("invalid params: {e}")))
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
