@@ -1,6 +1,8 @@
 //! How the edge starts agent turns without knowing where agents run: in this process
 //! ([`crate::AgentHost`]) or on remote workers behind the task-state service.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -35,6 +37,35 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
             .dispatch(&record, crate::host::first_message(&record)?)
             .await?;
         Ok((record, turn))
+    }
+
+    /// [`TurnRunner::start`], then waits for the turn's end, at most `wait`: the task as
+    /// the turn left it, or as it stands when the wait runs out. A runner behind an
+    /// internal call answers this in one message instead of two.
+    async fn start_and_wait(
+        &self,
+        tasks: &dyn TaskService,
+        new: NewTask,
+        wait: Duration,
+    ) -> Result<TaskRecord, A2AError> {
+        let scope = new.scope.clone();
+        let (record, turn) = self.start(tasks, new).await?;
+        settle(tasks, &scope, record, turn, wait).await
+    }
+}
+
+/// The task once `turn` is over (or `wait` has run out): as the runner handed it over,
+/// else read from `tasks`.
+pub async fn settle(
+    tasks: &dyn TaskService,
+    scope: &sb_tasks::Scope,
+    started: TaskRecord,
+    turn: TurnOver,
+    wait: Duration,
+) -> Result<TaskRecord, A2AError> {
+    match tokio::time::timeout(wait, turn).await {
+        Ok(Some(settled)) => Ok(*settled),
+        _ => tasks.get(scope, &started.task.id).await,
     }
 }
 

@@ -33,16 +33,20 @@ const BLOCKING_WAIT: Duration = Duration::from_secs(600);
 /// message reply with no task.
 enum Started {
     Turn(Box<TaskRecord>, TurnOver),
+    /// A new task whose first turn was waited for (`wait`): the task as it left it.
+    Settled(Box<TaskRecord>),
     Reply(Box<Message>),
 }
 
 /// Creates a task for a first message, or resumes the task a follow-up names; starts the
-/// agent's turn either way.
+/// agent's turn either way. With `wait`, a new task's turn is waited for in the same call
+/// (at most that long).
 async fn start_turn(
     state: &AppState,
     scope: &Scope,
     req: &SendMessageRequest,
     version: Version,
+    wait: Option<Duration>,
 ) -> Result<Started, A2AError> {
     req.validate()?;
     let message = req.message.clone();
@@ -99,6 +103,13 @@ async fn start_turn(
         .as_ref()
         .is_some_and(|c| c.task_push_notification_config.is_some());
     if !inline_push {
+        if let Some(wait) = wait {
+            let settled = state
+                .runner
+                .start_and_wait(&*state.tasks, new, wait)
+                .await?;
+            return Ok(Started::Settled(Box::new(settled)));
+        }
         let (record, turn) = state.runner.start(&*state.tasks, new).await?;
         return Ok(Started::Turn(Box::new(record), turn));
     }
@@ -141,22 +152,25 @@ pub async fn send(
     req: SendMessageRequest,
     version: Version,
 ) -> Result<SendMessageResponse, A2AError> {
-    let (record, turn) = match start_turn(state, scope, &req, version).await? {
+    let limit = history_limit(req.history_length());
+    let wait = (!req.returns_immediately()).then_some(BLOCKING_WAIT);
+    let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
         Started::Turn(record, turn) => (*record, turn),
+        Started::Settled(record) => {
+            return Ok(SendMessageResponse::Task(
+                record.task.with_history_limit(limit),
+            ));
+        }
         Started::Reply(message) => return Ok(SendMessageResponse::Message(*message)),
     };
-    let limit = history_limit(req.history_length());
-    if req.returns_immediately() {
+    let Some(wait) = wait else {
         return Ok(SendMessageResponse::Task(
             record.task.with_history_limit(limit),
         ));
-    }
+    };
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
-    let now = match tokio::time::timeout(BLOCKING_WAIT, turn).await {
-        Ok(Some(settled)) => *settled,
-        _ => state.tasks.get(scope, &record.task.id).await?,
-    };
+    let now = sb_agent::settle(&*state.tasks, scope, record, turn, wait).await?;
     Ok(SendMessageResponse::Task(
         now.task.with_history_limit(limit),
     ))
@@ -169,7 +183,7 @@ pub async fn send_streaming(
     req: SendMessageRequest,
     version: Version,
 ) -> Result<FrameStream, A2AError> {
-    match start_turn(state, scope, &req, version).await? {
+    match start_turn(state, scope, &req, version, None).await? {
         Started::Turn(record, turn) => {
             let task_id = record.task.id.clone();
             let frames = snapshot_then_live(state, *record, history_limit(req.history_length()));
@@ -181,15 +195,24 @@ pub async fn send_streaming(
                 turn,
             ))
         }
-        Started::Reply(message) => {
-            let frame = Frame {
-                seq: 0,
-                event: StreamResponse::Message(*message).into(),
-                json: Default::default(),
-            };
-            Ok(futures::stream::once(async move { Ok(frame) }).boxed())
+        // Not asked for here (no wait); a settled task's stream would be its snapshot.
+        Started::Settled(record) => {
+            let limit = history_limit(req.history_length());
+            let seq = record.seq;
+            let event = StreamResponse::Task(record.task.with_history_limit(limit));
+            Ok(single_frame(seq, event))
         }
+        Started::Reply(message) => Ok(single_frame(0, StreamResponse::Message(*message))),
     }
+}
+
+fn single_frame(seq: u64, event: StreamResponse) -> FrameStream {
+    let frame = Frame {
+        seq,
+        event: event.into(),
+        json: Default::default(),
+    };
+    futures::stream::once(async move { Ok(frame) }).boxed()
 }
 
 /// The task's events after `after` as stream frames (log replay, then live).

@@ -1,4 +1,5 @@
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -55,7 +56,7 @@ impl TaskStateClient {
         self.turn.clone().unwrap_or_default()
     }
 
-    fn raw(&self) -> Raw<Channel> {
+    pub(super) fn raw(&self) -> Raw<Channel> {
         self.raw.clone()
     }
 }
@@ -302,13 +303,42 @@ impl TurnRunner for TaskStateClient {
         let record = record_from(queued(&mut progress).await?)?;
         Ok((record, turn_over(progress)))
     }
+
+    /// One message: the task-state service waits for the turn and streams its end only.
+    async fn start_and_wait(
+        &self,
+        _tasks: &dyn TaskService,
+        new: NewTask,
+        wait: Duration,
+    ) -> Result<TaskRecord, A2AError> {
+        let mut request = create_request(&new);
+        request.wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+        let progress = self
+            .raw()
+            .start(traced(request))
+            .await
+            .map_err(error_from)?
+            .into_inner();
+        let mut progress = Progress(Some(progress));
+        let over = progress.message().await;
+        progress.finish().await;
+        match over {
+            Ok(Some(pb::TurnProgress { over: true, record })) => record_from(record),
+            Ok(_) => Err(A2AError::internal(
+                "the task-state service did not report the task after its turn",
+            )
+            .retryable(true)),
+            Err(status) => Err(error_from(status)),
+        }
+    }
 }
 
-fn create_request(new: &NewTask) -> pb::CreateTaskRequest {
+pub(super) fn create_request(new: &NewTask) -> pb::CreateTaskRequest {
     pb::CreateTaskRequest {
         scope: scope_pb(&new.scope),
         message_json: to_json(&new.message),
         metadata_json: new.metadata.as_ref().map(to_json).unwrap_or_default(),
+        wait_ms: 0,
     }
 }
 
@@ -341,17 +371,29 @@ fn turn_over(progress: Streaming<pb::TurnProgress>) -> TurnOver {
 struct Progress(Option<Streaming<pb::TurnProgress>>);
 
 impl Progress {
+    async fn message(&mut self) -> Result<Option<pb::TurnProgress>, tonic::Status> {
+        match self.0.as_mut() {
+            Some(stream) => stream.message().await,
+            None => Ok(None),
+        }
+    }
+
+    /// Reads what is left (after the last message, the trailers): the stream then ends
+    /// on both sides.
+    async fn finish(mut self) {
+        if let Some(mut stream) = self.0.take() {
+            while let Ok(Some(_)) = stream.message().await {}
+        }
+    }
+
     async fn end(mut self) -> Option<Box<TaskRecord>> {
-        let stream = self.0.as_mut()?;
-        let over = match stream.message().await {
+        let over = match self.message().await {
             Ok(Some(pb::TurnProgress { over: true, record })) => {
                 record_from(record).ok().map(Box::new)
             }
             _ => None,
         };
-        // Nothing follows but the trailers: the stream then ends on both sides.
-        let _ = stream.message().await;
-        self.0 = None;
+        self.finish().await;
         over
     }
 }

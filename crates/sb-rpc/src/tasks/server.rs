@@ -1,4 +1,5 @@
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -238,11 +239,24 @@ impl pb::task_state_server::TaskState for TaskStateServer {
 
     async fn start(&self, request: Request<pb::CreateTaskRequest>) -> Reply<TurnStream> {
         let result = async {
-            let new = new_task_from(request.into_inner())?;
+            let request = request.into_inner();
+            let wait = Duration::from_millis(request.wait_ms);
+            let new = new_task_from(request)?;
             let scope = new.scope.clone();
             let (record, turn) = self.runner.start(&*self.tasks, new).await?;
-            let created = record_pb(&record);
-            Ok(self.progress(scope, record.task.id, Some(created), turn))
+            if wait.is_zero() {
+                let created = record_pb(&record);
+                return Ok(self.progress(scope, record.task.id, Some(created), turn));
+            }
+            let tasks = self.tasks.clone();
+            let settled = async move {
+                let record = sb_agent::settle(&*tasks, &scope, record, turn, wait).await;
+                Ok(pb::TurnProgress {
+                    over: true,
+                    record: record.ok().as_ref().map(record_pb),
+                })
+            };
+            Ok(futures::stream::once(settled).boxed())
         }
         .await;
         reply(result)

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use sb_agent::{Agent, AgentHost, TurnRunner};
@@ -20,8 +21,9 @@ async fn serve(max_open: usize) -> (TaskStateClient, Arc<LocalTaskService>) {
     let bus = Arc::new(LocalBus::new());
     let tasks =
         Arc::new(LocalTaskService::new(store.clone(), bus.clone()).with_max_in_flight(max_open));
-    let agent: Arc<dyn Agent> = Arc::new(sb_agent::builtin::EchoAgent);
-    let agents = BTreeMap::from([("echo".to_owned(), agent)]);
+    let echo: Arc<dyn Agent> = Arc::new(sb_agent::builtin::EchoAgent);
+    let bench: Arc<dyn Agent> = Arc::new(sb_agent::builtin::BenchAgent);
+    let agents = BTreeMap::from([("echo".to_owned(), echo), ("bench".to_owned(), bench)]);
     let host = AgentHost::new(agents, tasks.clone(), bus);
     let policy = Arc::new(AddressPolicy::parse("").unwrap());
     let server = TaskStateServer {
@@ -39,19 +41,24 @@ async fn serve(max_open: usize) -> (TaskStateClient, Arc<LocalTaskService>) {
             .serve_with_incoming(incoming),
     );
     let channel = crate::wire::connect(&url).unwrap();
-    let client = TaskStateClient::new(channel, BTreeMap::from([("echo".to_owned(), None)]));
+    let names = BTreeMap::from([("echo".to_owned(), None), ("bench".to_owned(), None)]);
+    let client = TaskStateClient::new(channel, names);
     (client, tasks)
 }
 
 fn hello() -> NewTask {
+    ask("echo", "hello")
+}
+
+fn ask(agent: &str, text: &str) -> NewTask {
     NewTask {
         scope: Scope {
-            agent: "echo".into(),
+            agent: agent.into(),
             owner: String::new(),
         },
         message: Message {
             role: Role::User,
-            ..Message::agent_text("hello")
+            ..Message::agent_text(text)
         },
         metadata: None,
     }
@@ -69,6 +76,49 @@ async fn start_creates_the_task_and_its_end_carries_the_settled_task() {
     assert_eq!(settled.state(), TaskState::Completed);
     let stored = tasks.get(&hello().scope, &created.task.id).await.unwrap();
     assert_eq!(settled.seq, stored.seq);
+}
+
+/// A caller that waits for the turn (a blocking SendMessage) gets one message, the
+/// turn's end with the task as the turn left it: no acknowledgment to wake up for.
+#[tokio::test]
+async fn a_waiting_start_streams_the_turns_end_alone() {
+    let (client, tasks) = serve(100).await;
+    let mut request = super::client::create_request(&hello());
+    request.wait_ms = 10_000;
+    let messages: Vec<_> = client
+        .raw()
+        .start(request)
+        .await
+        .unwrap()
+        .into_inner()
+        .collect()
+        .await;
+    let [Ok(crate::pb::TurnProgress { over: true, record })] = &messages[..] else {
+        panic!("one message, the turn's end: {messages:?}");
+    };
+    let settled = super::record_from(record.clone()).unwrap();
+    assert_eq!(settled.state(), TaskState::Completed);
+    let stored = tasks.get(&hello().scope, &settled.task.id).await.unwrap();
+    assert_eq!(settled.seq, stored.seq);
+
+    let settled = client
+        .start_and_wait(&client, hello(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(settled.state(), TaskState::Completed);
+}
+
+/// A turn that outlasts the wait is answered with the task as it then stands.
+#[tokio::test]
+async fn a_waiting_start_answers_when_the_wait_runs_out() {
+    let (client, _tasks) = serve(100).await;
+    let started = std::time::Instant::now();
+    let held = client
+        .start_and_wait(&client, ask("bench", "hold"), Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert_eq!(held.state(), TaskState::Working);
+    assert!(started.elapsed() >= Duration::from_millis(300));
 }
 
 /// A follow-up turn (Assign) ends the same way.
@@ -90,6 +140,15 @@ async fn start_answers_a_refused_creation_with_its_error() {
     tasks.create(hello()).await.unwrap();
     let Err(err) = client.start(&client, hello()).await else {
         panic!("the open-task limit refuses a second task");
+    };
+    assert_eq!(
+        err.kind,
+        sb_protocol::ErrorKind::ResourceExhausted,
+        "{err:?}"
+    );
+    let wait = Duration::from_secs(10);
+    let Err(err) = client.start_and_wait(&client, hello(), wait).await else {
+        panic!("a waiting start is refused the same way");
     };
     assert_eq!(
         err.kind,
