@@ -201,10 +201,18 @@ impl DeadlineKeeper {
                 received = events.recv() => {
                     // The rest of a burst too before sleeping again: one timer
                     // registration per burst, not per event.
-                    for received in sb_store::take_burst(received, &mut events) {
+                    let mut burst = sb_store::take_burst(received, &mut events).into_iter().peekable();
+                    while let Some(received) = burst.next() {
                         match received {
                             Ok(event) => {
-                                if let Some(timer) = self.timer_for_event(&event) {
+                                // A commit's events come together, and the last of a task's
+                                // run sets the timer that counts: an earlier one's would only
+                                // be re-armed to it when due.
+                                let superseded = matches!(
+                                    burst.peek(),
+                                    Some(Ok(next)) if next.task_id == event.task_id
+                                );
+                                if !superseded && let Some(timer) = self.timer_for_event(&event) {
                                     timers.set(timer);
                                 }
                             }

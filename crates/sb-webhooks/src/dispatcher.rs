@@ -208,9 +208,15 @@ impl Dispatcher {
                         // burst need one per task, not one each.
                         let mut tasks = std::collections::HashSet::new();
                         let mut closed = false;
+                        let mut last_task = String::new();
                         for received in sb_store::take_burst(received, &mut events) {
                             match received {
-                                Ok(event) => drop(tasks.insert(event.task_id)),
+                                // A commit's events come together: one look per run.
+                                Ok(event) if event.task_id == last_task => {}
+                                Ok(event) => {
+                                    last_task.clone_from(&event.task_id);
+                                    tasks.insert(event.task_id);
+                                }
                                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                                     // The log has what the bus dropped; the cursors say what is owed.
                                     tracing::warn!(missed, "webhook dispatcher fell behind the event bus; catching up from the log");
