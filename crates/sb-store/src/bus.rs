@@ -1,8 +1,6 @@
 //! The in-process event bus: one broadcast channel per watched task, created on the first
 //! subscription and dropped when nobody watches any more (the mini-redis `db.rs` model).
 
-use std::collections::HashMap;
-
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, oneshot};
 
@@ -20,14 +18,14 @@ const ALL_CAPACITY: usize = 8192;
 #[derive(Debug)]
 pub struct LocalBus {
     channels: Mutex<Channels>,
-    turn_watchers: Mutex<HashMap<String, Vec<oneshot::Sender<()>>>>,
+    turn_watchers: Mutex<crate::IdMap<String, Vec<oneshot::Sender<()>>>>,
     all: broadcast::Sender<StoredEvent>,
 }
 
 /// The per-task channels, and when to next sweep out the ones nobody watches.
 #[derive(Debug, Default)]
 struct Channels {
-    by_task: HashMap<String, broadcast::Sender<StoredEvent>>,
+    by_task: crate::IdMap<String, broadcast::Sender<StoredEvent>>,
     sweep_at: usize,
 }
 

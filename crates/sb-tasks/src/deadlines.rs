@@ -8,7 +8,7 @@
 //! tests drive them with a paused clock.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,9 +67,9 @@ struct Timer {
 /// follows the number of live tasks, not the number of events.
 #[derive(Debug, Default)]
 struct Timers {
-    latest: HashMap<String, Timer>,
+    latest: sb_store::IdMap<String, Timer>,
     /// The earliest due time each task has in the heap.
-    armed: HashMap<String, Instant>,
+    armed: sb_store::IdMap<String, Instant>,
     heap: BinaryHeap<Reverse<(Instant, String)>>,
 }
 

@@ -4,8 +4,6 @@
 //! (for interrupted tasks) a deadline. The index is kept from the commits this service
 //! makes and rebuilt from the store at startup.
 
-use std::collections::{HashMap, HashSet};
-
 use parking_lot::Mutex;
 use sb_protocol::{A2AError, ErrorKind};
 use sb_store::TaskRecord;
@@ -24,14 +22,14 @@ pub fn limit_reached(limit: usize) -> A2AError {
 pub struct InFlight {
     limit: usize,
     // A plain mutex: held for a map lookup, never across an await.
-    open: Mutex<HashMap<(String, String), HashSet<String>>>,
+    open: Mutex<sb_store::IdMap<(String, String), sb_store::IdSet<String>>>,
 }
 
 impl InFlight {
     pub fn new(limit: usize) -> InFlight {
         InFlight {
             limit,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(sb_store::IdMap::default()),
         }
     }
 

@@ -124,7 +124,7 @@ struct Inner {
     config: DispatcherConfig,
     /// The last delivery job of each task: the next one waits for it, which keeps each
     /// task's deliveries in event order.
-    chains: Mutex<HashMap<String, JoinHandle<()>>>,
+    chains: Mutex<sb_store::IdMap<String, JoinHandle<()>>>,
 }
 
 /// How far one push config's deliveries have come.
@@ -177,7 +177,7 @@ impl Dispatcher {
             tasks,
             client,
             config,
-            chains: Mutex::new(HashMap::new()),
+            chains: Mutex::new(sb_store::IdMap::default()),
         };
         Ok(Dispatcher {
             inner: Arc::new(inner),
@@ -206,7 +206,7 @@ impl Dispatcher {
                     received = events.recv() => {
                         // A catch-up delivers everything after the cursor: the events of a
                         // burst need one per task, not one each.
-                        let mut tasks = std::collections::HashSet::new();
+                        let mut tasks = sb_store::IdSet::default();
                         let mut closed = false;
                         let mut last_task = String::new();
                         for received in sb_store::take_burst(received, &mut events) {

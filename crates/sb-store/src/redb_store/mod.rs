@@ -15,7 +15,6 @@ mod journal;
 mod tables;
 mod writer;
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,21 +50,21 @@ struct Hot {
     /// The latest record of each unfinished task written since the store opened, and
     /// of the last [`RECENTLY_FINISHED`] tasks that finished: the transitions of running
     /// tasks and the reads that follow a task's end need no disk read.
-    records: HashMap<String, TaskRecord>,
+    records: crate::IdMap<String, TaskRecord>,
     /// Finished tasks still in `records`, oldest first.
     finished: std::collections::VecDeque<String>,
     /// For each task in `records`, its latest events (at most [`RECENT_EVENTS`], oldest
     /// first, no gap up to the latest): a subscriber or the webhook dispatcher reading
     /// what was just committed needs no disk read.
-    events: HashMap<String, std::collections::VecDeque<StoredEvent>>,
+    events: crate::IdMap<String, std::collections::VecDeque<StoredEvent>>,
     /// Every task with at least one push config (loaded when the store opens), so a
     /// task without one costs no read per event. May also hold tasks whose last
     /// config was deleted one by one: it only ever answers "none" for sure.
-    with_push: HashSet<String>,
+    with_push: crate::IdSet<String>,
     /// For tasks in `records` whose configs were written since the store opened: all
     /// their configs, exactly as the file has them (the dispatcher reads a task's
     /// config before each delivery).
-    push: HashMap<String, Vec<PushConfigRecord>>,
+    push: crate::IdMap<String, Vec<PushConfigRecord>>,
 }
 
 type SharedHot = Arc<parking_lot::RwLock<Hot>>;

@@ -6,7 +6,7 @@
 //! the redb commit that follows is non-durable, and a checkpoint every
 //! [`CHECKPOINT_EVERY`] makes the redb file itself catch up.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -448,11 +448,11 @@ fn advanced_cursor(
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     /// The latest record of each task committed in the batch.
-    pub(super) records: HashMap<String, TaskRecord>,
+    pub(super) records: crate::IdMap<String, TaskRecord>,
     /// Every event committed in the batch, in commit order.
     pub(super) events: Vec<StoredEvent>,
     /// The configs, after the batch, of each task whose configs it changed.
-    pub(super) push: HashMap<String, Vec<PushConfigRecord>>,
+    pub(super) push: crate::IdMap<String, Vec<PushConfigRecord>>,
     pub(super) deleted: Vec<String>,
     pub(super) with_push: Vec<String>,
     pub(super) without_push: Vec<String>,
