@@ -4,6 +4,11 @@
 # not counted). For comparing two builds, not for the report.
 #
 #   bench/callgrind.sh [BIN_DIR] [SCENARIO]   # default target/release, send
+#   SPLIT=1 bench/callgrind.sh [BIN_DIR] [SCENARIO]
+#
+# With SPLIT=1 the measured process is a gateway of the split deployment: a cluster
+# comes up (scripts/local-cluster.sh, one process per service), and one more gateway
+# joins it under callgrind; the load goes to that one.
 #
 # BIN_DIR holds `switchboard` and `sb-bench` (a release build with debug symbols). Env:
 # C (concurrency, 16), D (measured seconds, 10). Needs valgrind (apt-get install -y
@@ -19,12 +24,33 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 data=$(mktemp -d)
 out=target/bench/callgrind.$scenario.out
 rm -f "$out" "$out".*
-SWITCHBOARD_CONFIG=bench/switchboard.toml RUST_LOG=warn \
-  valgrind --tool=callgrind --callgrind-out-file="$out" \
-  "$bin/switchboard" serve --listen "127.0.0.1:$port" --data-dir "$data" \
-  > target/bench/callgrind-server.log 2>&1 &
+cluster=""
+cleanup() {
+  kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -z "$cluster" ] || CLUSTER_DIR="$cluster" bash scripts/local-cluster.sh down >/dev/null 2>&1
+  rm -rf "$data"
+}
+if [ "${SPLIT:-0}" = 1 ]; then
+  cluster="$data/cluster"
+  CLUSTER_DIR="$cluster" SWITCHBOARD_BIN="$bin/switchboard" SWITCHBOARD_CONFIG=bench/switchboard.toml \
+    RUST_LOG=warn GATEWAYS=1 TASKS=1 FANOUTS=1 DISPATCHERS=1 REGISTRIES=1 WORKERS=1 \
+    bash scripts/local-cluster.sh up > target/bench/callgrind-cluster.log 2>&1 \
+    || { tail -n 30 target/bench/callgrind-cluster.log >&2; exit 1; }
+  # The cluster's addresses, as its own processes got them (its env also names `bin`).
+  server_bin="$bin/switchboard"
+  ( set -a; . "$cluster/env"; set +a
+    SWITCHBOARD_CONFIG=bench/switchboard.toml RUST_LOG=warn \
+      exec valgrind --tool=callgrind --callgrind-out-file="$out" \
+      "$server_bin" serve --services gateway --listen "127.0.0.1:$port" ) \
+    > target/bench/callgrind-server.log 2>&1 &
+else
+  SWITCHBOARD_CONFIG=bench/switchboard.toml RUST_LOG=warn \
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$bin/switchboard" serve --listen "127.0.0.1:$port" --data-dir "$data" \
+    > target/bench/callgrind-server.log 2>&1 &
+fi
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+trap cleanup EXIT
 for _ in $(seq 600); do
   "$bin/switchboard" health "127.0.0.1:$port" >/dev/null 2>&1 && break
   sleep 0.1
