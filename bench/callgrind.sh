@@ -11,7 +11,9 @@
 # joins it under callgrind; the load goes to that one.
 #
 # BIN_DIR holds `switchboard` and `sb-bench` (a release build with debug symbols). Env:
-# C (concurrency, 16), D (measured seconds, 10). Needs valgrind (apt-get install -y
+# C (concurrency, 16), D (measured seconds, 10; compare builds at the same D: a fresh
+# store's first seconds cost more per request, 355k instructions over 3 s against 300k
+# over 10 s on one build). Needs valgrind (apt-get install -y
 # valgrind). Prints the load line, instructions per request and the top functions by
 # self cost; the callgrind file stays in target/bench for callgrind_annotate or kcachegrind.
 set -euo pipefail
