@@ -50,22 +50,22 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<TaskRecord, A2AError> {
         let scope = new.scope.clone();
         let (record, turn) = self.start(tasks, new).await?;
-        settle(tasks, &scope, record, turn, wait).await
+        settle(tasks, &scope, &record.task.id, turn, wait).await
     }
 }
 
-/// The task once `turn` is over (or `wait` has run out): as the runner handed it over,
-/// else read from `tasks`.
+/// Task `task_id` once `turn` is over (or `wait` has run out): as the runner handed it
+/// over, else read from `tasks`.
 pub async fn settle(
     tasks: &dyn TaskService,
     scope: &sb_tasks::Scope,
-    started: TaskRecord,
+    task_id: &str,
     turn: TurnOver,
     wait: Duration,
 ) -> Result<TaskRecord, A2AError> {
     match tokio::time::timeout(wait, turn).await {
         Ok(Some(settled)) => Ok(*settled),
-        _ => tasks.get(scope, &started.task.id).await,
+        _ => tasks.get(scope, task_id).await,
     }
 }
 

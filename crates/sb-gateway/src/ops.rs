@@ -170,7 +170,7 @@ pub async fn send(
     };
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
-    let now = sb_agent::settle(&*state.tasks, scope, record, turn, wait).await?;
+    let now = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
     Ok(SendMessageResponse::Task(
         now.task.with_history_limit(limit),
     ))

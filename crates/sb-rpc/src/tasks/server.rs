@@ -249,8 +249,10 @@ impl pb::task_state_server::TaskState for TaskStateServer {
                 return Ok(self.progress(scope, record.task.id, Some(created), turn));
             }
             let tasks = self.tasks.clone();
+            // Only the id is kept while the turn runs: the answer is read anew at its end.
+            let task_id = record.task.id;
             let settled = async move {
-                let record = sb_agent::settle(&*tasks, &scope, record, turn, wait).await;
+                let record = sb_agent::settle(&*tasks, &scope, &task_id, turn, wait).await;
                 Ok(pb::TurnProgress {
                     over: true,
                     record: record.ok().as_ref().map(record_pb),
