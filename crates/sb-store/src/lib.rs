@@ -28,9 +28,10 @@ pub mod redis_queue;
 pub mod suite;
 pub mod traits;
 
-/// Maps and sets keyed by task ids, on foldhash: std's SipHash was ~4% of a task's
-/// instructions. foldhash is seeded per process, so colliding keys cannot be prepared
-/// in advance (and new task ids are ours, not the caller's).
+/// Maps and sets keyed by task ids (and, for open-task counts, authenticated
+/// principals), on foldhash: std's SipHash was ~4% of a task's instructions. foldhash
+/// is seeded per process, so colliding keys cannot be prepared in advance (and new
+/// task ids are ours, not the caller's).
 pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub type IdSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
