@@ -64,7 +64,8 @@ struct WorkerResult {
 }
 
 /// Runs `request` on `load.concurrency` connections; with `rate`, requests start on a
-/// fixed schedule (open loop) and latency counts from the scheduled start, so a slow
+/// fixed schedule (open loop) and a request that starts late because every connection
+/// was waiting on slower answers counts its latency from its scheduled start, so a slow
 /// answer is not hidden by the requests it delayed.
 pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -> Outcome {
     let window = Window::after_warmup(load);
@@ -88,8 +89,17 @@ pub async fn unary(name: &str, load: &Load, request: Unary, rate: Option<f64>) -
                     Some(rate) => {
                         let slot = schedule.fetch_add(1, Ordering::Relaxed);
                         let at = origin + Duration::from_secs_f64(slot as f64 / rate);
-                        tokio::time::sleep_until(at).await;
-                        at
+                        if at > Instant::now() {
+                            // Ahead of schedule: the request starts when the timer wakes
+                            // this worker, up to a millisecond late (tokio's timer ticks
+                            // in whole milliseconds). That lateness is the generator's
+                            // own, so the latency counts from the wake-up.
+                            tokio::time::sleep_until(at).await;
+                            Instant::now()
+                        } else {
+                            // Behind: every connection was busy with slower answers.
+                            at
+                        }
                     }
                     None => Instant::now(),
                 };
