@@ -238,7 +238,8 @@ impl RedbStore {
     }
 
     async fn write<T>(&self, op: WriteOp, rx: oneshot::Receiver<StoreResult<T>>) -> StoreResult<T> {
-        self.ask(Queued::Op(op), rx).await
+        self.ask(Queued::Op(op, std::time::Instant::now()), rx)
+            .await
     }
 
     /// Hands `request` to the writer thread and waits for its answer on `rx`.

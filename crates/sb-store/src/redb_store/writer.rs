@@ -34,7 +34,8 @@ const CHECKPOINT_BYTES: u64 = 16 * 1024 * 1024;
 /// idle store checkpoint (a checkpoint otherwise only follows a batch).
 #[derive(Debug)]
 pub(super) enum Queued {
-    Op(WriteOp),
+    /// A request, and when it was queued.
+    Op(WriteOp, Instant),
     Tick,
     /// Checkpoint now (a graceful shutdown), then reply.
     Checkpoint(oneshot::Sender<StoreResult<()>>),
@@ -84,8 +85,8 @@ pub(super) fn write_loop(
     while let Some(first) = queue.blocking_recv() {
         let mut failed = false;
         match first {
-            Queued::Op(first) => {
-                let batch = gather(first, &mut queue, concurrent, &mut asked);
+            Queued::Op(first, queued_at) => {
+                let batch = gather(first, queued_at, &mut queue, concurrent, &mut asked);
                 // One request alone commits at once; several mean callers are running side
                 // by side, and the next ones are likely a fraction of an fsync away.
                 concurrent = batch.len() > 1;
@@ -170,21 +171,26 @@ pub(super) fn tick(queue: mpsc::WeakSender<Queued>, every: Duration) {
 }
 
 /// Takes what is queued; when writers are concurrent, keeps taking until the queue has
-/// been quiet for [`GATHER_QUIET`] or [`GATHER_WINDOW`] has passed. An fsync costs far
-/// more CPU than the wait, so fewer, larger commits raise throughput and cut CPU.
+/// been quiet for [`GATHER_QUIET`] or [`GATHER_WINDOW`] has passed since the first
+/// request was queued. An fsync costs far more CPU than the wait, so fewer, larger
+/// commits raise throughput and cut CPU. The window counts from the queueing, not from
+/// here: a request that arrived while the last batch was being committed has waited
+/// already (counted from here, the window added ~1 ms to the acks' median at 2.4k
+/// tasks/s, where every batch waited for all of it).
 fn gather(
     first: WriteOp,
+    first_queued: Instant,
     queue: &mut mpsc::Receiver<Queued>,
     concurrent: bool,
     checkpoint_asked: &mut Vec<oneshot::Sender<StoreResult<()>>>,
 ) -> Vec<WriteOp> {
     let mut batch = vec![first];
-    let started = Instant::now();
-    let mut last_arrival = started;
+    let started = first_queued;
+    let mut last_arrival = Instant::now();
     loop {
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(Queued::Op(op)) => {
+                Ok(Queued::Op(op, _)) => {
                     batch.push(op);
                     last_arrival = Instant::now();
                 }
