@@ -94,30 +94,24 @@ pub(super) fn entries(payload: &[u8]) -> StoreResult<Vec<Entry<'_>>> {
     Ok(out)
 }
 
+/// One of the journal's two files.
 #[derive(Debug)]
-pub(super) struct Journal {
+struct Segment {
     file: File,
     path: PathBuf,
-    /// Where the next frame goes: the end of the last whole frame.
+    /// The epoch in its header; `None` for a file without a whole header (new, or cut
+    /// short by a crash while its header was written).
+    epoch: Option<u64>,
+    /// Where the next frame goes (in the segment being appended to).
     len: u64,
-    epoch: u64,
-    /// The frame being built: its head's room, then the encoded entries.
-    frame: Vec<u8>,
-    /// Set when a failed write could not be undone: the file may end in a frame the
-    /// redb file does not have, so nothing more may be appended after it.
-    broken: Option<String>,
-    /// The file is in the first format: the next reset truncates it, since its frames
-    /// carry no epoch to tell them apart from the new ones.
+    /// In the first format: its next header write truncates it, since its frames carry
+    /// no epoch to tell them apart from new ones.
     old_format: bool,
 }
 
-impl Journal {
-    /// Opens the journal for a store whose last checkpoint recorded `epoch`, creating it
-    /// if missing. Returns the payloads written since that checkpoint, to be replayed.
-    pub(super) fn open(path: &Path, epoch: u64) -> StoreResult<(Journal, Vec<Vec<u8>>)> {
-        let io = |what: &str, e: std::io::Error| {
-            StoreError::Backend(format!("cannot {what} {}: {e}", path.display()))
-        };
+impl Segment {
+    /// Opens the file, creating it if missing; returns it with its bytes.
+    fn open(path: &Path) -> StoreResult<(Segment, Vec<u8>)> {
         let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
@@ -125,81 +119,174 @@ impl Journal {
             .create(true)
             .truncate(false)
             .open(path)
-            .map_err(|e| io("open", e))?;
+            .map_err(|e| io_error("open", path, e))?;
         if !existed && let Some(dir) = path.parent() {
             // The new file's directory entry must be durable before anything relies on it.
             File::open(dir)
                 .and_then(|d| d.sync_all())
-                .map_err(|e| io("sync the directory of", e))?;
+                .map_err(|e| io_error("sync the directory of", path, e))?;
         }
-        let mut journal = Journal {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes)
+            .map_err(|e| io_error("read", path, e))?;
+        let mut segment = Segment {
             file,
             path: path.to_owned(),
-            len: 0,
-            epoch,
-            frame: Vec::new(),
-            broken: None,
+            epoch: None,
+            len: HEADER_LEN,
             old_format: false,
         };
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut &journal.file, &mut bytes).map_err(|e| io("read", e))?;
-        // Shorter than a header: created or reset, and cut short by a crash before any
-        // frame could follow. Its checkpoint already holds everything.
-        if (bytes.len() as u64) < HEADER_LEN {
-            journal.reset(epoch)?;
-            return Ok((journal, Vec::new()));
+        if let Some(header) = bytes.get(..HEADER_LEN as usize) {
+            segment.old_format = &header[..8] == MAGIC_V1;
+            if &header[..8] != MAGIC && !segment.old_format {
+                return Err(StoreError::Backend(format!(
+                    "{} is not a Switchboard store journal; move it away if the store file next to it is known good",
+                    path.display()
+                )));
+            }
+            let mut epoch = [0u8; 8];
+            epoch.copy_from_slice(&header[8..]);
+            segment.epoch = Some(u64::from_le_bytes(epoch));
         }
-        journal.old_format = &bytes[..8] == MAGIC_V1;
-        if &bytes[..8] != MAGIC && !journal.old_format {
-            return Err(StoreError::Backend(format!(
-                "{} is not a Switchboard store journal; move it away if the store file next to it is known good",
-                path.display()
-            )));
-        }
-        let mut epoch_bytes = [0u8; 8];
-        epoch_bytes.copy_from_slice(&bytes[8..16]);
-        let journal_epoch = u64::from_le_bytes(epoch_bytes);
-        if journal_epoch < epoch {
-            // A checkpoint made all of it durable; the crash came before the reset.
-            journal.reset(epoch)?;
-            return Ok((journal, Vec::new()));
-        }
-        if journal_epoch > epoch {
-            return Err(StoreError::Backend(format!(
-                "{} is at epoch {journal_epoch} but its store file at {epoch}: the store file is older than its journal; restore them as a pair",
-                path.display()
-            )));
-        }
-        let frames = &bytes[HEADER_LEN as usize..];
-        let (payloads, end) = if journal.old_format {
-            whole_frames_v1(frames)
+        Ok((segment, bytes))
+    }
+
+    /// Rewrites the header under `epoch`: the frames after it, of an earlier epoch, no
+    /// longer count.
+    fn start_epoch(&mut self, epoch: u64) -> StoreResult<()> {
+        let mut header = [0u8; HEADER_LEN as usize];
+        header[..8].copy_from_slice(MAGIC);
+        header[8..].copy_from_slice(&epoch.to_le_bytes());
+        let truncated = if self.old_format {
+            self.file.set_len(0)
         } else {
-            whole_frames(frames, epoch)
+            Ok(())
         };
-        if is_torn_frame(&frames[end..], epoch, journal.old_format) {
-            tracing::warn!(
-                journal = %path.display(),
-                "the store journal ends in a torn frame (a crash mid-write); that batch was never acknowledged and is dropped"
-            );
+        truncated
+            .and_then(|()| self.file.write_all_at(&header, 0))
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| {
+                // Whatever the header now says, it holds nothing that is not durable
+                // elsewhere; it must not be taken for a live epoch.
+                self.epoch = None;
+                io_error("start a new epoch in", &self.path, e)
+            })?;
+        self.len = HEADER_LEN;
+        self.epoch = Some(epoch);
+        self.old_format = false;
+        Ok(())
+    }
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::Backend(format!("cannot {what} {}: {e}", path.display()))
+}
+
+/// The path of the journal's second file.
+fn second_path(path: &Path) -> PathBuf {
+    let mut second = path.as_os_str().to_owned();
+    second.push(".1");
+    PathBuf::from(second)
+}
+
+/// The journal: two files taking turns. Frames go to the current one; a checkpoint
+/// that lets writes go on while it runs first moves them to the other file, under the
+/// next epoch ([`Journal::rotate`]), so what it makes durable is exactly the epoch it
+/// leaves behind.
+#[derive(Debug)]
+pub(super) struct Journal {
+    segments: [Segment; 2],
+    current: usize,
+    /// The frame being built: its head's room, then the encoded entries.
+    frame: Vec<u8>,
+    /// Set when a failed write could not be undone: the file may end in a frame the
+    /// redb file does not have, so nothing more may be appended after it.
+    broken: Option<String>,
+}
+
+impl Journal {
+    /// Opens the journal for a store whose last checkpoint recorded `epoch`, creating
+    /// its files if missing. Returns the payloads written since that checkpoint, in
+    /// order, to be replayed: those of the file at `epoch`, then those of the file at
+    /// `epoch + 1` (a checkpoint that was running when the process stopped).
+    pub(super) fn open(path: &Path, epoch: u64) -> StoreResult<(Journal, Vec<Vec<u8>>)> {
+        let (first, first_bytes) = Segment::open(path)?;
+        let (second, second_bytes) = Segment::open(&second_path(path))?;
+        let segments = [first, second];
+        let bytes = [first_bytes, second_bytes];
+        for segment in &segments {
+            if let Some(journal_epoch) = segment.epoch
+                && journal_epoch > epoch + 1
+            {
+                return Err(StoreError::Backend(format!(
+                    "{} is at epoch {journal_epoch} but its store file at {epoch}: the store file is older than its journal; restore them as a pair",
+                    segment.path.display()
+                )));
+            }
         }
-        // What follows the last whole frame (a torn one, or an earlier epoch's) is
-        // overwritten by the next frame.
-        journal.len = HEADER_LEN + end as u64;
-        if journal.old_format && payloads.is_empty() {
-            // Nothing to replay, so no checkpoint will rewrite it: new frames must not
-            // follow a header of the first format.
-            journal.reset(epoch)?;
+        if let (Some(a), Some(b)) = (segments[0].epoch, segments[1].epoch)
+            && a == b
+            && a >= epoch
+        {
+            return Err(StoreError::Backend(format!(
+                "{} and {} are both at epoch {a}: they are not the two files of one journal; restore them as a pair with the store file",
+                segments[0].path.display(),
+                segments[1].path.display()
+            )));
+        }
+        // The files still to replay, oldest epoch first.
+        let mut live: Vec<usize> = (0..2)
+            .filter(|&i| segments[i].epoch.is_some_and(|e| e >= epoch))
+            .collect();
+        live.sort_by_key(|&i| segments[i].epoch);
+        let mut journal = Journal {
+            segments,
+            current: live.last().copied().unwrap_or(0),
+            frame: Vec::new(),
+            broken: None,
+        };
+        let mut payloads = Vec::new();
+        for &i in &live {
+            let segment = &mut journal.segments[i];
+            let segment_epoch = segment.epoch.unwrap_or(epoch);
+            let frames = bytes[i].get(HEADER_LEN as usize..).unwrap_or_default();
+            let (found, end) = if segment.old_format {
+                whole_frames_v1(frames)
+            } else {
+                whole_frames(frames, segment_epoch)
+            };
+            if is_torn_frame(&frames[end..], segment_epoch, segment.old_format) {
+                tracing::warn!(
+                    journal = %segment.path.display(),
+                    "the store journal ends in a torn frame (a crash mid-write); that batch was never acknowledged and is dropped"
+                );
+            }
+            // What follows the last whole frame (a torn one, or an earlier epoch's) is
+            // overwritten by the next frame.
+            segment.len = HEADER_LEN + end as u64;
+            payloads.extend(found);
+        }
+        let current = &mut journal.segments[journal.current];
+        // No live file (a new store, or a checkpoint made all of it durable before the
+        // crash), or nothing to replay in one of the first format, which no checkpoint
+        // will rewrite before new frames follow its header.
+        if live.is_empty() || (current.old_format && payloads.is_empty()) {
+            current.start_epoch(epoch)?;
         }
         Ok((journal, payloads))
     }
 
-    pub(super) fn epoch(&self) -> u64 {
-        self.epoch
+    fn current(&self) -> &Segment {
+        &self.segments[self.current]
     }
 
-    /// Bytes of frames since the last checkpoint.
+    pub(super) fn epoch(&self) -> u64 {
+        self.current().epoch.unwrap_or_default()
+    }
+
+    /// Bytes of frames in the current file.
     pub(super) fn frames_len(&self) -> u64 {
-        self.len.saturating_sub(HEADER_LEN)
+        self.current().len.saturating_sub(HEADER_LEN)
     }
 
     /// Starts a new frame.
@@ -219,6 +306,11 @@ impl Journal {
         self.frame.len() > FRAME_HEAD
     }
 
+    /// The entries of the frame last built.
+    pub(super) fn payload(&self) -> &[u8] {
+        self.frame.get(FRAME_HEAD..).unwrap_or_default()
+    }
+
     /// Why nothing more may be appended, if so (until a checkpoint resets the journal).
     pub(super) fn broken(&self) -> Option<&str> {
         self.broken.as_deref()
@@ -236,25 +328,27 @@ impl Journal {
                 "a batch of {payload_len} bytes is too large to journal"
             ))
         })?;
-        self.frame[8..16].copy_from_slice(&self.epoch.to_le_bytes());
+        let epoch = self.epoch();
+        self.frame[8..16].copy_from_slice(&epoch.to_le_bytes());
         let crc = crc32fast::hash(&self.frame[8..]);
         self.frame[..4].copy_from_slice(&payload_len.to_le_bytes());
         self.frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        let written = self
+        let segment = &self.segments[self.current];
+        let written = segment
             .file
-            .write_all_at(&self.frame, self.len)
-            .and_then(|()| self.file.sync_data());
+            .write_all_at(&self.frame, segment.len)
+            .and_then(|()| segment.file.sync_data());
         match written {
             Ok(()) => {
-                self.len += self.frame.len() as u64;
+                self.segments[self.current].len += self.frame.len() as u64;
                 Ok(())
             }
             Err(e) => {
                 let error = format!(
                     "cannot write the store journal {}: {e}",
-                    self.path.display()
+                    segment.path.display()
                 );
-                self.cut_back(self.len, &error);
+                self.cut_back(segment.len, &error);
                 Err(StoreError::Backend(error))
             }
         }
@@ -263,8 +357,8 @@ impl Journal {
     /// Takes back the last frame written (its redb commit failed), so a replay cannot
     /// apply what the callers were told failed.
     pub(super) fn undo_last_frame(&mut self) {
-        let start = self.len.saturating_sub(self.frame.len() as u64);
-        self.len = start;
+        let start = self.current().len.saturating_sub(self.frame.len() as u64);
+        self.segments[self.current].len = start;
         self.cut_back(
             start,
             "a redb commit failed after its journal frame was written",
@@ -272,11 +366,15 @@ impl Journal {
     }
 
     fn cut_back(&mut self, to: u64, cause: &str) {
-        let cut = self.file.set_len(to).and_then(|()| self.file.sync_data());
+        let segment = &self.segments[self.current];
+        let cut = segment
+            .file
+            .set_len(to)
+            .and_then(|()| segment.file.sync_data());
         if let Err(e) = cut {
             let reason = format!(
                 "the store journal {} could not be repaired after a failed write ({cause}; then: {e}); restart the server",
-                self.path.display()
+                segment.path.display()
             );
             tracing::error!("{reason}");
             self.broken = Some(reason);
@@ -284,35 +382,38 @@ impl Journal {
     }
 
     /// Empties the journal under a new epoch, once a checkpoint recording that epoch
-    /// is durable: the header moves to the new epoch, and the frames after it, of the
-    /// old one, no longer count.
+    /// is durable: the current file's header moves to the new epoch, and the frames
+    /// after it, of the old one, no longer count. (The other file is at an older epoch.)
     pub(super) fn reset(&mut self, epoch: u64) -> StoreResult<()> {
-        let mut header = [0u8; HEADER_LEN as usize];
-        header[..8].copy_from_slice(MAGIC);
-        header[8..].copy_from_slice(&epoch.to_le_bytes());
-        let truncated = if self.old_format {
-            self.file.set_len(0)
-        } else {
-            Ok(())
-        };
-        let reset = truncated
-            .and_then(|()| self.file.write_all_at(&header, 0))
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = reset {
+        if let Err(e) = self.segments[self.current].start_epoch(epoch) {
             // Frames appended now would sit under an epoch the store has moved past,
             // and be skipped by the next open: refuse them.
-            let reason = format!(
-                "cannot reset the store journal {}: {e}; restart the server",
-                self.path.display()
-            );
+            let reason = format!("{e}; restart the server");
             self.broken = Some(reason.clone());
             return Err(StoreError::Backend(reason));
         }
-        self.len = HEADER_LEN;
-        self.epoch = epoch;
         self.broken = None;
-        self.old_format = false;
         Ok(())
+    }
+
+    /// Whether the other file may be reused: the store file durably holds everything
+    /// in it (its epoch is older than `durable_epoch`, the last checkpoint's).
+    pub(super) fn can_rotate(&self, durable_epoch: u64) -> bool {
+        self.segments[1 - self.current]
+            .epoch
+            .is_none_or(|e| e < durable_epoch)
+    }
+
+    /// Moves appending to the other file under the next epoch, and returns that epoch.
+    /// Until a checkpoint records it, a restart replays both files, the old one first.
+    pub(super) fn rotate(&mut self) -> StoreResult<u64> {
+        if let Some(reason) = &self.broken {
+            return Err(StoreError::Backend(reason.clone()));
+        }
+        let next = self.epoch() + 1;
+        self.segments[1 - self.current].start_epoch(next)?;
+        self.current = 1 - self.current;
+        Ok(next)
     }
 }
 
@@ -381,16 +482,19 @@ fn is_torn_frame(rest: &[u8], epoch: u64, old_format: bool) -> bool {
     frame_head(rest).is_some_and(|(_, _, frame_epoch)| frame_epoch == epoch)
 }
 
-/// How many frames a replay of the journal at `path` would apply now.
+/// How many frames the journal at `path` holds in its newest file (what a replay
+/// would apply after the last checkpoint that emptied it).
 #[cfg(test)]
 pub(super) fn frames_to_replay(path: &Path) -> usize {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let Some(epoch) = bytes.get(8..16).and_then(|e| e.try_into().ok()) else {
-        return 0;
-    };
-    whole_frames(&bytes[16..], u64::from_le_bytes(epoch))
-        .0
-        .len()
+    let newest = [path.to_owned(), second_path(path)]
+        .iter()
+        .filter_map(|p| {
+            let bytes = std::fs::read(p).ok()?;
+            let epoch = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+            Some((epoch, whole_frames(&bytes[16..], epoch).0.len()))
+        })
+        .max();
+    newest.map_or(0, |(_, frames)| frames)
 }
 
 #[cfg(test)]
@@ -449,7 +553,7 @@ mod tests {
                 Entry::RemoveDead { id: "d" },
             ],
         );
-        let whole = journal.len;
+        let whole = journal.frames_len();
         drop(journal);
         // A crash mid-append: a frame's head, and part of its payload.
         let file = OpenOptions::new().append(true).open(&path).unwrap();
@@ -468,7 +572,7 @@ mod tests {
             }]
         );
         assert_eq!(entries(&replay[1]).unwrap().len(), 2);
-        assert_eq!(journal.len, whole);
+        assert_eq!(journal.frames_len(), whole);
         // The next frame goes where the torn one started.
         frame_of(&mut journal, &[Entry::RemoveTask { id: "b" }]);
         drop(journal);
@@ -515,6 +619,50 @@ mod tests {
         assert_eq!(replay.len(), 2);
     }
 
+    /// A rotation moves frames to the other file under the next epoch: until a
+    /// checkpoint records that epoch, a reopen replays both files, the older first;
+    /// after it, only the newer. A file is reused only once its epoch is durable.
+    #[test]
+    fn a_rotation_replays_both_files_in_order_until_checkpointed() {
+        let (_dir, path, mut journal) = fresh(7);
+        frame_of(&mut journal, &[Entry::RemoveTask { id: "before" }]);
+        assert!(journal.can_rotate(7), "the second file is new");
+        assert_eq!(journal.rotate().unwrap(), 8);
+        assert_eq!(journal.frames_len(), 0);
+        frame_of(&mut journal, &[Entry::RemoveTask { id: "during" }]);
+        assert!(!journal.can_rotate(7), "epoch 7 is not durable yet");
+        assert!(journal.can_rotate(8));
+        drop(journal);
+        let names = |replay: &[Vec<u8>]| -> Vec<String> {
+            replay
+                .iter()
+                .flat_map(|p| entries(p).unwrap())
+                .map(|e| format!("{e:?}"))
+                .collect()
+        };
+        // The checkpoint of epoch 8 did not happen: both files replay, in order.
+        let (_, replay) = Journal::open(&path, 7).unwrap();
+        assert_eq!(
+            names(&replay),
+            [
+                r#"RemoveTask { id: "before" }"#,
+                r#"RemoveTask { id: "during" }"#
+            ]
+        );
+        // It did: only the newer file replays; the next rotation reuses the first.
+        let (mut journal, replay) = Journal::open(&path, 8).unwrap();
+        assert_eq!(names(&replay), [r#"RemoveTask { id: "during" }"#]);
+        assert_eq!(journal.rotate().unwrap(), 9);
+        frame_of(&mut journal, &[Entry::RemoveTask { id: "after" }]);
+        drop(journal);
+        let (_, replay) = Journal::open(&path, 9).unwrap();
+        assert_eq!(names(&replay), [r#"RemoveTask { id: "after" }"#]);
+        // Two files at one epoch are not one journal.
+        std::fs::copy(&path, second_path(&path)).unwrap();
+        let err = Journal::open(&path, 9).unwrap_err().to_string();
+        assert!(err.contains("both at epoch 9"), "{err}");
+    }
+
     /// A journal of the first format (left by an earlier version) is replayed, then
     /// truncated by its reset, and written in the current format from then on.
     #[test]
@@ -556,7 +704,7 @@ mod tests {
     fn a_corrupt_frame_ends_the_replay() {
         let (_dir, path, mut journal) = fresh(0);
         frame_of(&mut journal, &[Entry::RemoveTask { id: "a" }]);
-        let first_end = journal.len;
+        let first_end = journal.frames_len();
         frame_of(&mut journal, &[Entry::RemoveTask { id: "b" }]);
         drop(journal);
         let mut bytes = std::fs::read(&path).unwrap();
@@ -565,7 +713,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let (journal, replay) = Journal::open(&path, 0).unwrap();
         assert_eq!(replay.len(), 1);
-        assert_eq!(journal.len, first_end);
+        assert_eq!(journal.frames_len(), first_end);
     }
 
     #[test]

@@ -40,6 +40,20 @@ pub struct RedbStore {
     hot: SharedHot,
     /// Why the store takes no more writes until it is reopened, if it does not.
     fault: writer::Fault,
+    lag: tokio::sync::watch::Receiver<Lag>,
+}
+
+/// Whether the file is behind the acknowledged writes (a checkpoint is running, and
+/// the batches journaled meanwhile wait to be applied): a read that misses the cache
+/// waits until it is not.
+#[derive(Debug, Default, Clone)]
+struct Lag {
+    behind: bool,
+    /// How many times the file has caught up: a reader waits for the next one.
+    caught_up: u64,
+    /// Acknowledged writes that could not be applied to the file: reads would miss
+    /// them, so they fail instead, until a restart replays the journal.
+    lost: Option<String>,
 }
 
 /// What the store answers from memory. Only the writer thread changes the file, and it
@@ -65,6 +79,9 @@ struct Hot {
     /// their configs, exactly as the file has them (the dispatcher reads a task's
     /// config before each delivery).
     push: crate::IdMap<String, Vec<PushConfigRecord>>,
+    /// Set while the file is behind (see [`Lag`]): finished tasks are not forgotten,
+    /// since the file may not have their last record yet.
+    pinned: bool,
 }
 
 type SharedHot = Arc<parking_lot::RwLock<Hot>>;
@@ -100,7 +117,7 @@ impl Hot {
                 recent.pop_front();
             }
         }
-        while self.finished.len() > RECENTLY_FINISHED {
+        while !self.pinned && self.finished.len() > RECENTLY_FINISHED {
             if let Some(task_id) = self.finished.pop_front() {
                 self.forget(&task_id);
             }
@@ -174,8 +191,10 @@ impl RedbStore {
         let mut journal_path = path.as_os_str().to_owned();
         journal_path.push(".journal");
         let (mut journal, unapplied) = journal::Journal::open(Path::new(&journal_path), epoch)?;
+        let mut durable_epoch = epoch;
         if !unapplied.is_empty() {
             tables::replay(&db, &mut journal, &unapplied)?;
+            durable_epoch = journal.epoch();
             tracing::info!(
                 batches = unapplied.len(),
                 "replayed the store journal: the last run ended without a checkpoint"
@@ -193,6 +212,16 @@ impl RedbStore {
         }
         let db = Arc::new(db);
         let (writer, queue) = mpsc::channel(4096);
+        let (ask, asks) = std::sync::mpsc::channel();
+        let (done, dones) = std::sync::mpsc::channel();
+        let checkpoint_db = db.clone();
+        let wake = writer.downgrade();
+        std::thread::Builder::new()
+            .name("sb-store-checkpoint".into())
+            .spawn(move || writer::checkpoint_loop(&checkpoint_db, asks, done, wake))
+            .map_err(|e| StoreError::Backend(format!("cannot start the checkpoint thread: {e}")))?;
+        let checkpointer = writer::Checkpointer { ask, done: dones };
+        let (lag_tx, lag) = tokio::sync::watch::channel(Lag::default());
         let (writer_db, writer_hot) = (db.clone(), hot.clone());
         let fault = writer::Fault::default();
         let writer_fault = fault.clone();
@@ -209,8 +238,10 @@ impl RedbStore {
                     hot: &writer_hot,
                     fault: &writer_fault,
                     checkpoint_every,
+                    checkpointer,
+                    lag: &lag_tx,
                 };
-                writer::write_loop(&writer, journal, queue)
+                writer::write_loop(&writer, journal, durable_epoch, queue)
             })
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
         Ok(RedbStore {
@@ -218,6 +249,7 @@ impl RedbStore {
             writer,
             hot,
             fault,
+            lag,
         })
     }
 
@@ -256,11 +288,13 @@ impl RedbStore {
             .map_err(|_| StoreError::Backend("the store writer dropped a request".into()))?
     }
 
+    /// Reads the file, once it holds every write acknowledged so far.
     async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&redb::ReadTransaction) -> StoreResult<T> + Send + 'static,
     {
+        self.caught_up().await?;
         let db = self.db.clone();
         tokio::task::spawn_blocking(move || {
             let txn = db.begin_read().map_err(StoreError::backend)?;
@@ -268,6 +302,31 @@ impl RedbStore {
         })
         .await
         .map_err(StoreError::backend)?
+    }
+}
+
+impl RedbStore {
+    /// Returns once the file holds every write acknowledged before the call.
+    async fn caught_up(&self) -> StoreResult<()> {
+        let mut lag = self.lag.clone();
+        let seen = {
+            let now = lag.borrow_and_update();
+            if let Some(lost) = &now.lost {
+                return Err(StoreError::Backend(lost.clone()));
+            }
+            if !now.behind {
+                return Ok(());
+            }
+            now.caught_up
+        };
+        let caught = lag
+            .wait_for(|now| now.caught_up > seen || now.lost.is_some())
+            .await
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
+        match &caught.lost {
+            Some(lost) => Err(StoreError::Backend(lost.clone())),
+            None => Ok(()),
+        }
     }
 }
 

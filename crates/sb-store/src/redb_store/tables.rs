@@ -98,6 +98,36 @@ pub(super) fn replay(
     })
 }
 
+/// A durable commit recording `epoch` as the journal's oldest live one: everything
+/// journaled under earlier epochs must already be in the file (committed non-durably).
+/// The checkpoint thread's whole job; the writer journals on meanwhile.
+pub(super) fn record_epoch(db: &Database, epoch: u64) -> StoreResult<()> {
+    let txn = db.begin_write().map_err(StoreError::backend)?;
+    {
+        let mut meta = txn.open_table(META).map_err(StoreError::backend)?;
+        meta.insert(JOURNAL_EPOCH, epoch)
+            .map_err(StoreError::backend)?;
+    }
+    txn.commit().map_err(StoreError::backend)
+}
+
+/// Applies journaled payloads to the file in one non-durable commit (they are durable
+/// in the journal already): the batches acknowledged while a checkpoint ran.
+pub(super) fn apply_payloads(db: &Database, payloads: &[Vec<u8>]) -> StoreResult<()> {
+    let mut txn = db.begin_write().map_err(StoreError::backend)?;
+    txn.set_durability(redb::Durability::None)
+        .map_err(StoreError::backend)?;
+    {
+        let mut tables = Tables::open(&txn)?;
+        for payload in payloads {
+            for entry in entries(payload)? {
+                tables.apply(&entry)?;
+            }
+        }
+    }
+    txn.commit().map_err(StoreError::backend)
+}
+
 /// Makes every journaled batch durable in the redb file (a durable commit, recording
 /// the next epoch), then empties the journal under that epoch.
 pub(super) fn checkpoint(db: &Database, journal: &mut Journal) -> StoreResult<()> {

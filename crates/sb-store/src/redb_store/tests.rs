@@ -40,6 +40,8 @@ async fn survives_reopen() {
 
 /// Set in the child process [`acknowledged_writes_survive_a_kill_9`] starts.
 const CRASH_DIR: &str = "SB_STORE_CRASH_TEST_DIR";
+/// Set (in ms) when the child checkpoints all along, with writers side by side.
+const CRASH_CHECKPOINT_MS: &str = "SB_STORE_CRASH_CHECKPOINT_MS";
 
 /// The child of [`acknowledged_writes_survive_a_kill_9`] (ignored on its own): writes
 /// until killed, printing each write it has been told is durable.
@@ -47,9 +49,26 @@ const CRASH_DIR: &str = "SB_STORE_CRASH_TEST_DIR";
 #[ignore = "run as a child process by acknowledged_writes_survive_a_kill_9"]
 async fn crash_child() {
     let dir = std::env::var(CRASH_DIR).expect("started by the crash test");
-    // No checkpoint: what the kill leaves is in the journal only.
-    let never = Duration::from_secs(24 * 3600);
-    let store = RedbStore::open_checkpointing(&Path::new(&dir).join("s.redb"), never).unwrap();
+    // By default no checkpoint: what the kill leaves is in the journal only.
+    let every = match std::env::var(CRASH_CHECKPOINT_MS) {
+        Ok(ms) => Duration::from_millis(ms.parse().unwrap()),
+        Err(_) => Duration::from_secs(24 * 3600),
+    };
+    let store = RedbStore::open_checkpointing(&Path::new(&dir).join("s.redb"), every).unwrap();
+    if std::env::var(CRASH_CHECKPOINT_MS).is_ok() {
+        // Writers side by side, so that batches are journaled while checkpoints run.
+        for writer in 1..=3 {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let task_id = format!("b{writer}");
+                for seq in 1u64.. {
+                    let commit = crate::suite::new_commit(&task_id, seq - 1, seq);
+                    store.commit(commit).await.unwrap();
+                    println!("also {task_id} {seq}");
+                }
+            });
+        }
+    }
     for seq in 1u64.. {
         let commit = crate::suite::new_commit("t1", seq - 1, seq);
         store.commit(commit).await.unwrap();
@@ -66,27 +85,8 @@ async fn crash_child() {
 /// replayed from the journal.
 #[tokio::test]
 async fn acknowledged_writes_survive_a_kill_9() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "redb_store::tests::crash_child"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(CRASH_DIR, dir.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut acked = 0;
-    for line in std::io::BufReader::new(stdout).lines() {
-        if let Some(seq) = line.unwrap().strip_prefix("acked ") {
-            acked = seq.parse::<u64>().unwrap();
-            if acked >= 300 {
-                break;
-            }
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let (acked, _) = run_and_kill(dir.path(), None);
     assert_eq!(acked, 300, "the child wrote");
     let journal = super::journal::frames_to_replay(&dir.path().join("s.redb.journal"));
     assert!(
@@ -176,6 +176,106 @@ async fn checkpoints_empty_the_journal() {
     assert!(emptied().await, "closing the store checkpointed");
     let store = reopen(&path, never).await;
     assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 3);
+}
+
+/// Runs [`crash_child`] in `dir` until it has acknowledged 300 writes to `t1`, then
+/// kills it with SIGKILL. Returns that count, and the last acknowledged sequence of
+/// each side-by-side writer's task.
+fn run_and_kill(
+    dir: &Path,
+    checkpoint_ms: Option<u64>,
+) -> (u64, std::collections::BTreeMap<String, u64>) {
+    use std::io::BufRead;
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--ignored", "--exact", "redb_store::tests::crash_child"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(CRASH_DIR, dir)
+        .stdout(std::process::Stdio::piped());
+    if let Some(ms) = checkpoint_ms {
+        command.env(CRASH_CHECKPOINT_MS, ms.to_string());
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked = 0;
+    let mut others = std::collections::BTreeMap::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(seq) = line.strip_prefix("acked ") {
+            acked = seq.parse::<u64>().unwrap();
+            if acked >= 300 {
+                break;
+            }
+        } else if let Some(rest) = line.strip_prefix("also ")
+            && let Some((task_id, seq)) = rest.split_once(' ')
+        {
+            others.insert(task_id.to_owned(), seq.parse::<u64>().unwrap());
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (acked, others)
+}
+
+/// A crash while checkpoints run back to back (one every millisecond, the journal
+/// moving between its two files each time, batches acknowledged while redb's durable
+/// commit holds the file): every acknowledged write is there after the reopen.
+#[tokio::test]
+async fn acknowledged_writes_survive_a_kill_9_mid_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (acked, others) = run_and_kill(dir.path(), Some(1));
+    assert_eq!(acked, 300, "the child wrote");
+    assert_eq!(
+        others.len(),
+        3,
+        "the side-by-side writers wrote: {others:?}"
+    );
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    let record = store.get("t1").await.unwrap().expect("the task survived");
+    assert!(
+        record.seq >= acked,
+        "seq {} < acknowledged {acked}",
+        record.seq
+    );
+    let seqs = crate::suite::event_seqs(&store, "t1", 0).await;
+    assert_eq!(seqs, (1..=record.seq).collect::<Vec<_>>(), "no event lost");
+    for (task_id, acked) in others {
+        let record = store
+            .get(&task_id)
+            .await
+            .unwrap()
+            .expect("the task survived");
+        assert!(
+            record.seq >= acked,
+            "{task_id}: seq {} < acknowledged {acked}",
+            record.seq
+        );
+        let seqs = crate::suite::event_seqs(&store, &task_id, 0).await;
+        assert_eq!(
+            seqs,
+            (1..=record.seq).collect::<Vec<_>>(),
+            "{task_id}: no event lost"
+        );
+    }
+}
+
+/// Writes acknowledged while a checkpoint holds the file are journaled only; a read
+/// that goes to the file (a listing always does) waits until they are in it.
+#[tokio::test]
+async fn reads_of_the_file_see_writes_acknowledged_during_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open_checkpointing(&dir.path().join("s.redb"), Duration::from_millis(1))
+        .unwrap();
+    for n in 0..200 {
+        let task_id = format!("task-{n:03}");
+        store
+            .commit(crate::suite::new_commit(&task_id, 0, 1))
+            .await
+            .unwrap();
+        let listed = store.list_all().await.unwrap();
+        assert_eq!(listed.len(), n + 1, "{task_id} acknowledged, not listed");
+        assert!(listed.iter().any(|r| r.task.id == task_id));
+    }
 }
 
 /// Opens the store again once the previous one has let go of the file.

@@ -5,17 +5,25 @@
 //! the file. A batch is durable once its journal frame is on disk ([`super::journal`]);
 //! the redb commit that follows is non-durable, and a checkpoint every
 //! [`CHECKPOINT_EVERY`] makes the redb file itself catch up.
+//!
+//! A checkpoint runs on a thread of its own ([`checkpoint_loop`]): the journal moves to
+//! its other file, and while redb's durable commit holds the file, task commits are
+//! journaled and acknowledged without it (their compare-and-set answered from the
+//! cache, which keeps every task it holds until the file has caught up, or from a read
+//! of the file as the checkpoint found it). Those batches are applied to the file when
+//! the checkpoint ends; reads that miss the cache wait for that ([`super::Lag`]). Any
+//! other request waits for the checkpoint to end.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redb::{Database, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
 use super::journal::{Entry, Journal};
-use super::tables::{PushTable, Tables, checkpoint};
-use super::{SharedHot, configs_of, decode, encode};
+use super::tables::{PushTable, Tables, apply_payloads, checkpoint, record_epoch};
+use super::{Lag, SharedHot, TASKS, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
 
@@ -72,11 +80,51 @@ pub(super) struct Writer<'a> {
     pub(super) hot: &'a SharedHot,
     pub(super) fault: &'a Fault,
     pub(super) checkpoint_every: Duration,
+    pub(super) checkpointer: Checkpointer,
+    pub(super) lag: &'a tokio::sync::watch::Sender<Lag>,
 }
 
+/// The writer's ends of the checkpoint thread's channels: the epoch to record, and the
+/// outcome.
+pub(super) struct Checkpointer {
+    pub(super) ask: std::sync::mpsc::Sender<u64>,
+    pub(super) done: std::sync::mpsc::Receiver<StoreResult<()>>,
+}
+
+/// The checkpoint thread: a durable commit recording each epoch it is asked for. Each
+/// outcome also wakes the writer (which only looks when a request or reminder comes):
+/// until it applies what it journaled meanwhile, reads that miss the cache wait.
+pub(super) fn checkpoint_loop(
+    db: &Database,
+    asks: std::sync::mpsc::Receiver<u64>,
+    done: std::sync::mpsc::Sender<StoreResult<()>>,
+    wake: mpsc::WeakSender<Queued>,
+) {
+    for epoch in asks {
+        if done.send(record_epoch(db, epoch)).is_err() {
+            return;
+        }
+        if let Some(queue) = wake.upgrade() {
+            // A full queue means the writer is busy, and it looks after every batch.
+            let _ = queue.try_send(Queued::Tick);
+        }
+    }
+}
+
+/// A checkpoint under way on the checkpoint thread.
+#[derive(Debug)]
+struct Running {
+    /// The epoch it records.
+    epoch: u64,
+    /// The payloads of the batches journaled since it started: not in the file yet.
+    backlog: Vec<Vec<u8>>,
+}
+
+/// `durable_epoch` is the epoch the store file records (see [`Journal::can_rotate`]).
 pub(super) fn write_loop(
     writer: &Writer<'_>,
     mut journal: Journal,
+    mut durable_epoch: u64,
     mut queue: mpsc::Receiver<Queued>,
 ) {
     let db = writer.db;
@@ -84,30 +132,69 @@ pub(super) fn write_loop(
     let mut last_checkpoint = Instant::now();
     let mut asked = Vec::new();
     let mut faulty = false;
+    let mut running: Option<Running> = None;
+    // Set for good when acknowledged batches could not be applied to the file.
+    let mut lost: Option<String> = None;
     while let Some(first) = queue.blocking_recv() {
         let mut failed = false;
+        if let Some(checkpoint) = running.take() {
+            match writer.checkpointer.done.try_recv() {
+                Ok(outcome) => {
+                    failed |= !finish(writer, checkpoint, outcome, &mut durable_epoch, &mut lost)
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => running = Some(checkpoint),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    let outcome = Err(StoreError::Backend("the checkpoint thread stopped".into()));
+                    failed |= !finish(writer, checkpoint, outcome, &mut durable_epoch, &mut lost)
+                }
+            }
+        }
         match first {
             Queued::Op(first, queued_at) => {
                 let batch = gather(first, queued_at, &mut queue, concurrent, &mut asked);
                 // One request alone commits at once; several mean callers are running side
                 // by side, and the next ones are likely a fraction of an fsync away.
                 concurrent = batch.len() > 1;
-                failed = !apply_batch(db, writer.hot, &mut journal, batch);
+                let journal_only = batch.iter().all(|op| matches!(op, WriteOp::Commit(..)));
+                let mode = match running.as_mut() {
+                    Some(checkpoint) if journal_only => Mode::JournalOnly(&mut checkpoint.backlog),
+                    _ => {
+                        if let Some(checkpoint) = running.take() {
+                            failed |= !wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
+                        }
+                        Mode::Apply
+                    }
+                };
+                failed |= !apply_batch(db, writer.hot, &mut journal, batch, mode);
             }
             Queued::Tick => {}
             Queued::Checkpoint(reply) => asked.push(reply),
         }
-        let due = !asked.is_empty()
-            || last_checkpoint.elapsed() >= writer.checkpoint_every
+        let due = last_checkpoint.elapsed() >= writer.checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
         let mut outcome = Ok(());
-        if due && journal.frames_len() > 0 {
-            outcome = checkpoint(db, &mut journal);
-            if let Err(e) = &outcome {
-                tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
-                failed = true;
+        if !asked.is_empty() {
+            // Asked for (a graceful shutdown): done here, and the journal left empty.
+            if let Some(checkpoint) = running.take() {
+                failed |= !wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
+            }
+            if journal.frames_len() > 0 {
+                outcome = checkpoint(db, &mut journal);
+                if outcome.is_ok() {
+                    durable_epoch = journal.epoch();
+                }
             }
             last_checkpoint = Instant::now();
+        } else if due && running.is_none() && journal.frames_len() > 0 {
+            match start(writer, &mut journal, durable_epoch) {
+                Ok(checkpoint) => running = Some(checkpoint),
+                Err(e) => outcome = Err(e),
+            }
+            last_checkpoint = Instant::now();
+        }
+        if let Err(e) = &outcome {
+            tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
+            failed = true;
         }
         for reply in asked.drain(..) {
             let answer = match &outcome {
@@ -119,7 +206,7 @@ pub(super) fn write_loop(
         // Judged only after a failure, and until the store is whole again: nothing to do
         // on the way of a healthy batch.
         if failed || faulty {
-            let now = lasting_fault(db, &journal);
+            let now = lost.clone().or_else(|| lasting_fault(db, &journal));
             if let Some(reason) = &now {
                 tracing::error!(
                     reason,
@@ -130,12 +217,91 @@ pub(super) fn write_loop(
             *writer.fault.lock() = now;
         }
     }
+    if let Some(checkpoint) = running.take() {
+        wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
+    }
     // The store is closing: leave nothing for the next open to replay.
     if journal.frames_len() > 0
         && let Err(e) = checkpoint(db, &mut journal)
     {
         tracing::error!(error = %e, "final store checkpoint failed; the next start replays the journal");
     }
+}
+
+/// Starts a checkpoint on the checkpoint thread. The journal moves to its other file
+/// under the next epoch, which the checkpoint records, unless that file still holds
+/// what no checkpoint has made durable (the last one failed): then it records the
+/// current epoch, whose file a restart replays again (replaying is idempotent).
+fn start(writer: &Writer<'_>, journal: &mut Journal, durable_epoch: u64) -> StoreResult<Running> {
+    let epoch = if journal.can_rotate(durable_epoch) {
+        journal.rotate()?
+    } else {
+        journal.epoch()
+    };
+    // Before any batch is acknowledged without the file.
+    writer.hot.write().pinned = true;
+    writer.lag.send_modify(|lag| lag.behind = true);
+    if writer.checkpointer.ask.send(epoch).is_err() {
+        finish_lag(writer, None);
+        return Err(StoreError::Backend("the checkpoint thread stopped".into()));
+    }
+    Ok(Running {
+        epoch,
+        backlog: Vec::new(),
+    })
+}
+
+/// Waits for the running checkpoint to end, then [`finish`]es it.
+fn wait_for(
+    writer: &Writer<'_>,
+    checkpoint: Running,
+    durable_epoch: &mut u64,
+    lost: &mut Option<String>,
+) -> bool {
+    let outcome = writer
+        .checkpointer
+        .done
+        .recv()
+        .unwrap_or_else(|_| Err(StoreError::Backend("the checkpoint thread stopped".into())));
+    finish(writer, checkpoint, outcome, durable_epoch, lost)
+}
+
+/// Ends a checkpoint: applies the batches journaled meanwhile to the file, lets the
+/// cache forget again, and lets the reads that waited go. Returns whether all went well.
+fn finish(
+    writer: &Writer<'_>,
+    checkpoint: Running,
+    outcome: StoreResult<()>,
+    durable_epoch: &mut u64,
+    lost: &mut Option<String>,
+) -> bool {
+    let recorded = match outcome {
+        Ok(()) => {
+            *durable_epoch = checkpoint.epoch;
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
+            false
+        }
+    };
+    let applied = apply_payloads(writer.db, &checkpoint.backlog);
+    if let Err(e) = &applied {
+        *lost = Some(format!(
+            "the store file could not take the writes journaled during a checkpoint ({e}); they are safe in the journal, and a restart replays them"
+        ));
+    }
+    finish_lag(writer, lost.as_deref());
+    recorded && applied.is_ok()
+}
+
+fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
+    writer.hot.write().pinned = false;
+    writer.lag.send_modify(|lag| {
+        lag.behind = false;
+        lag.caught_up += 1;
+        lag.lost = lost.map(str::to_owned);
+    });
 }
 
 /// Why no write can succeed any more, short of reopening the store: a journal that could
@@ -254,34 +420,96 @@ impl Reply {
 }
 
 /// One batch's writes: each goes into the journal frame and into the transaction, in
-/// the same order, through the same [`Tables::apply`] a replay uses.
+/// the same order, through the same [`Tables::apply`] a replay uses. While a checkpoint
+/// holds the file, into the journal frame only.
 struct BatchWriter<'txn, 'j> {
-    tables: Tables<'txn>,
+    /// The transaction's tables; `None` for a journal-only batch.
+    tables: Option<Tables<'txn>>,
+    /// What a journal-only batch reads: the file as the checkpoint found it (what was
+    /// journaled since is all in the cache, which forgets nothing meanwhile).
+    snapshot: Option<redb::ReadTransaction>,
     journal: &'j mut Journal,
 }
 
-impl BatchWriter<'_, '_> {
+impl<'txn> BatchWriter<'txn, '_> {
     fn write(&mut self, entry: Entry<'_>) -> StoreResult<()> {
         self.journal.add(&entry)?;
-        self.tables.apply(&entry)
+        match &mut self.tables {
+            Some(tables) => tables.apply(&entry),
+            None => Ok(()),
+        }
+    }
+
+    fn tables(&mut self) -> StoreResult<&mut Tables<'txn>> {
+        self.tables.as_mut().ok_or_else(|| {
+            StoreError::Backend(
+                "internal: a journal-only batch took a request that reads the file".into(),
+            )
+        })
+    }
+
+    /// The sequence of the task as the file has it (0 for none).
+    fn stored_seq(&mut self, task_id: &str) -> StoreResult<u64> {
+        let bytes = match (&self.tables, &self.snapshot) {
+            (Some(tables), _) => tables
+                .tasks
+                .get(task_id)
+                .map_err(StoreError::backend)?
+                .map(|b| b.value().to_vec()),
+            (None, Some(snapshot)) => {
+                let table = snapshot.open_table(TASKS).map_err(StoreError::backend)?;
+                let found = table.get(task_id).map_err(StoreError::backend)?;
+                found.map(|b| b.value().to_vec())
+            }
+            (None, None) => {
+                return Err(StoreError::Backend(
+                    "internal: a batch with nothing to read".into(),
+                ));
+            }
+        };
+        match bytes {
+            Some(bytes) => Ok(decode::<TaskRecord>(&bytes)?.seq),
+            None => Ok(0),
+        }
     }
 }
 
+/// How a batch reaches the file.
+enum Mode<'r> {
+    /// Journaled and applied to the file in one non-durable commit.
+    Apply,
+    /// Journaled only, its payload kept here to be applied once the checkpoint ends.
+    JournalOnly(&'r mut Vec<Vec<u8>>),
+}
+
 /// Returns whether the batch was written.
-fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec<WriteOp>) -> bool {
+fn apply_batch(
+    db: &Database,
+    hot: &SharedHot,
+    journal: &mut Journal,
+    batch: Vec<WriteOp>,
+    mode: Mode<'_>,
+) -> bool {
     let mut replies = Vec::with_capacity(batch.len());
     // What this batch changes in the cache, applied only once it is durable.
     let mut changes = Changes::default();
     let mut ops = batch.into_iter();
     let outcome = (|| -> StoreResult<()> {
-        let mut txn = db.begin_write().map_err(StoreError::backend)?;
-        // Durable through the journal frame written below, before this commit.
-        txn.set_durability(redb::Durability::None)
-            .map_err(StoreError::backend)?;
+        let (txn, snapshot) = match mode {
+            Mode::Apply => {
+                let mut txn = db.begin_write().map_err(StoreError::backend)?;
+                // Durable through the journal frame written below, before this commit.
+                txn.set_durability(redb::Durability::None)
+                    .map_err(StoreError::backend)?;
+                (Some(txn), None)
+            }
+            Mode::JournalOnly(_) => (None, Some(db.begin_read().map_err(StoreError::backend)?)),
+        };
         journal.begin();
         {
             let mut writer = BatchWriter {
-                tables: Tables::open(&txn)?,
+                tables: txn.as_ref().map(Tables::open).transpose()?,
+                snapshot,
                 journal: &mut *journal,
             };
             let mut touched_push = HashSet::new();
@@ -297,19 +525,29 @@ fn apply_batch(db: &Database, hot: &SharedHot, journal: &mut Journal, batch: Vec
             }
             // The cache takes each changed task's configs as the file now has them.
             for task_id in touched_push {
-                let configs = configs_of(&writer.tables.push, &task_id)?;
+                let configs = configs_of(&writer.tables()?.push, &task_id)?;
                 changes.push.insert(task_id, configs);
             }
         }
         if !journal.has_entries() {
             // Nothing changed (refusals, reads of missing keys): nothing to make durable.
-            return txn.abort().map_err(StoreError::backend);
+            return match txn {
+                Some(txn) => txn.abort().map_err(StoreError::backend),
+                None => Ok(()),
+            };
         }
         journal.write_frame()?;
-        txn.commit().map_err(|e| {
-            journal.undo_last_frame();
-            StoreError::backend(e)
-        })
+        match (txn, mode) {
+            (Some(txn), _) => txn.commit().map_err(|e| {
+                journal.undo_last_frame();
+                StoreError::backend(e)
+            }),
+            (None, Mode::JournalOnly(backlog)) => {
+                backlog.push(journal.payload().to_vec());
+                Ok(())
+            }
+            (None, Mode::Apply) => Ok(()),
+        }
     })();
     replies.extend(ops.map(Reply::unreached));
     if outcome.is_ok() {
@@ -371,7 +609,7 @@ fn apply_op(
         }
         WriteOp::TakeDead(id, tx) => {
             let letter = match writer
-                .tables
+                .tables()?
                 .dead
                 .get(id.as_str())
                 .map_err(StoreError::backend)?
@@ -385,7 +623,8 @@ fn apply_op(
             Reply::Dead(tx, Ok(letter))
         }
         WriteOp::AdvancePush(task_id, config_id, seq, tx) => {
-            if let Some(value) = advanced_cursor(&writer.tables.push, &task_id, &config_id, seq)? {
+            if let Some(value) = advanced_cursor(&writer.tables()?.push, &task_id, &config_id, seq)?
+            {
                 writer.write(Entry::PutPush {
                     task_id: &task_id,
                     config_id: &config_id,
@@ -397,7 +636,7 @@ fn apply_op(
         }
         WriteOp::DeleteTask(task_id, tx) => {
             let existed = writer
-                .tables
+                .tables()?
                 .tasks
                 .get(task_id.as_str())
                 .map_err(StoreError::backend)?
@@ -410,7 +649,7 @@ fn apply_op(
         WriteOp::DeletePush(task_id, config_id, tx) => {
             let key = (task_id.as_str(), config_id.as_str());
             let existed = writer
-                .tables
+                .tables()?
                 .push
                 .get(key)
                 .map_err(StoreError::backend)?
@@ -483,15 +722,7 @@ fn apply_commit(
         .or_else(|| hot.read().seq_of(task_id));
     let current_seq = match known {
         Some(seq) => seq,
-        None => match writer
-            .tables
-            .tasks
-            .get(task_id)
-            .map_err(StoreError::backend)?
-        {
-            Some(bytes) => decode::<TaskRecord>(bytes.value())?.seq,
-            None => 0,
-        },
+        None => writer.stored_seq(task_id)?,
     };
     if current_seq != commit.expected_seq {
         return Ok(Err(StoreError::Conflict {
