@@ -128,6 +128,14 @@ pub(super) fn apply_payloads(db: &Database, payloads: &[Vec<u8>]) -> StoreResult
     txn.commit().map_err(StoreError::backend)
 }
 
+/// The epoch the last checkpoint recorded.
+#[cfg(test)]
+pub(super) fn recorded_epoch(db: &impl redb::ReadableDatabase) -> u64 {
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    meta.get(JOURNAL_EPOCH).unwrap().map_or(0, |e| e.value())
+}
+
 /// Makes every journaled batch durable in the redb file (a durable commit, recording
 /// the next epoch), then empties the journal under that epoch.
 pub(super) fn checkpoint(db: &Database, journal: &mut Journal) -> StoreResult<()> {

@@ -88,7 +88,8 @@ async fn acknowledged_writes_survive_a_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let (acked, _) = run_and_kill(dir.path(), None);
     assert_eq!(acked, 300, "the child wrote");
-    let journal = super::journal::frames_to_replay(&dir.path().join("s.redb.journal"));
+    // The child never checkpointed: its store file records the first epoch, 0.
+    let journal = super::journal::frames_to_replay(&journal_of(&dir.path().join("s.redb")), 0);
     assert!(
         journal > 0,
         "the kill came before a checkpoint: the journal holds the writes"
@@ -111,9 +112,11 @@ async fn acknowledged_writes_survive_a_kill_9() {
     );
     assert!(store.may_have_push_configs("t1"));
     // The replay checkpointed: a second reopen has nothing left to replay.
-    drop(store);
-    let journal = super::journal::frames_to_replay(&dir.path().join("s.redb.journal"));
-    assert_eq!(journal, 0, "the journal was emptied after the replay");
+    assert_eq!(
+        pending(&store, &dir.path().join("s.redb")),
+        0,
+        "the journal was emptied after the replay"
+    );
 }
 
 /// Checkpoints empty the journal, also once writes stop, and closing the store
@@ -122,8 +125,8 @@ async fn acknowledged_writes_survive_a_kill_9() {
 async fn a_requested_checkpoint_empties_the_journal_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let journal_len = || super::journal::frames_to_replay(&dir.path().join("s.redb.journal"));
     let store = RedbStore::open_checkpointing(&path, Duration::from_secs(24 * 3600)).unwrap();
+    let journal_len = || pending(&store, &path);
     store
         .commit(crate::suite::new_commit("t1", 0, 1))
         .await
@@ -139,20 +142,18 @@ async fn a_requested_checkpoint_empties_the_journal_at_once() {
 async fn checkpoints_empty_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let journal = dir.path().join("s.redb.journal");
-    let journal_len = || super::journal::frames_to_replay(&journal);
+    // Long enough that the two commits below come before the first checkpoint is due.
+    let store = RedbStore::open_checkpointing(&path, Duration::from_millis(100)).unwrap();
     // A checkpoint comes after a batch's reply, or on the ticker's reminder.
     let emptied = || async {
         for _ in 0..400 {
-            if journal_len() == 0 {
+            if pending(&store, &path) == 0 {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         false
     };
-    // Long enough that the two commits below come before the first checkpoint is due.
-    let store = RedbStore::open_checkpointing(&path, Duration::from_millis(100)).unwrap();
     store
         .commit(crate::suite::new_commit("t1", 0, 1))
         .await
@@ -171,9 +172,16 @@ async fn checkpoints_empty_the_journal() {
         .commit(crate::suite::new_commit("t1", 2, 3))
         .await
         .unwrap();
-    assert!(journal_len() > 0, "journaled, not yet checkpointed");
+    assert!(
+        pending(&store, &path) > 0,
+        "journaled, not yet checkpointed"
+    );
     drop(store);
-    assert!(emptied().await, "closing the store checkpointed");
+    assert_eq!(
+        pending_closed(&path).await,
+        0,
+        "closing the store checkpointed"
+    );
     let store = reopen(&path, never).await;
     assert_eq!(store.get("t1").await.unwrap().unwrap().seq, 3);
 }
@@ -276,6 +284,31 @@ async fn reads_of_the_file_see_writes_acknowledged_during_a_checkpoint() {
         assert_eq!(listed.len(), n + 1, "{task_id} acknowledged, not listed");
         assert!(listed.iter().any(|r| r.task.id == task_id));
     }
+}
+
+/// Frames a reopen of the store at `path`, open as `store`, would replay.
+fn pending(store: &RedbStore, path: &Path) -> usize {
+    let epoch = super::tables::recorded_epoch(&*store.db);
+    super::journal::frames_to_replay(&journal_of(path), epoch)
+}
+
+/// Frames a reopen of the closed store at `path` would replay (once its writer has let
+/// go of the file).
+async fn pending_closed(path: &Path) -> usize {
+    for _ in 0..400 {
+        if let Ok(db) = redb::ReadOnlyDatabase::open(path) {
+            let epoch = super::tables::recorded_epoch(&db);
+            return super::journal::frames_to_replay(&journal_of(path), epoch);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the store file stayed locked");
+}
+
+fn journal_of(path: &Path) -> std::path::PathBuf {
+    let mut journal = path.as_os_str().to_owned();
+    journal.push(".journal");
+    journal.into()
 }
 
 /// Opens the store again once the previous one has let go of the file.
