@@ -96,14 +96,7 @@ async fn acknowledged_writes_survive_a_kill_9() {
     );
 
     let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
-    let record = store.get("t1").await.unwrap().expect("the task survived");
-    assert!(
-        record.seq >= acked,
-        "seq {} < acknowledged {acked}",
-        record.seq
-    );
-    let seqs = crate::suite::event_seqs(&store, "t1", 0).await;
-    assert_eq!(seqs, (1..=record.seq).collect::<Vec<_>>(), "no event lost");
+    assert_survived(&store, "t1", acked).await;
     let configs = store.list_push_configs("t1").await.unwrap();
     assert!(
         configs.len() as u64 >= acked / 10,
@@ -239,32 +232,31 @@ async fn acknowledged_writes_survive_a_kill_9_mid_checkpoints() {
         "the side-by-side writers wrote: {others:?}"
     );
     let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
-    let record = store.get("t1").await.unwrap().expect("the task survived");
+    assert_survived(&store, "t1", acked).await;
+    for (task_id, acked) in others {
+        assert_survived(&store, &task_id, acked).await;
+    }
+}
+
+/// Every write to `task_id` up to the acknowledged sequence `acked` is in `store`, and
+/// its events have no gap.
+async fn assert_survived(store: &RedbStore, task_id: &str, acked: u64) {
+    let record = store
+        .get(task_id)
+        .await
+        .unwrap()
+        .expect("the task survived");
     assert!(
         record.seq >= acked,
-        "seq {} < acknowledged {acked}",
+        "{task_id}: seq {} < acknowledged {acked}",
         record.seq
     );
-    let seqs = crate::suite::event_seqs(&store, "t1", 0).await;
-    assert_eq!(seqs, (1..=record.seq).collect::<Vec<_>>(), "no event lost");
-    for (task_id, acked) in others {
-        let record = store
-            .get(&task_id)
-            .await
-            .unwrap()
-            .expect("the task survived");
-        assert!(
-            record.seq >= acked,
-            "{task_id}: seq {} < acknowledged {acked}",
-            record.seq
-        );
-        let seqs = crate::suite::event_seqs(&store, &task_id, 0).await;
-        assert_eq!(
-            seqs,
-            (1..=record.seq).collect::<Vec<_>>(),
-            "{task_id}: no event lost"
-        );
-    }
+    let seqs = crate::suite::event_seqs(store, task_id, 0).await;
+    assert_eq!(
+        seqs,
+        (1..=record.seq).collect::<Vec<_>>(),
+        "{task_id}: no event lost"
+    );
 }
 
 /// Writes acknowledged while a checkpoint holds the file are journaled only; a read
