@@ -206,7 +206,9 @@ pub(super) fn write_loop(
         // Judged only after a failure, and until the store is whole again: nothing to do
         // on the way of a healthy batch.
         if failed || faulty {
-            let now = lost.clone().or_else(|| lasting_fault(db, &journal));
+            // The more specific reason first; the lost writes keep the store faulty
+            // even once the file takes writes again.
+            let now = lasting_fault(db, &journal).or_else(|| lost.clone());
             if let Some(reason) = &now {
                 tracing::error!(
                     reason,
@@ -288,7 +290,7 @@ fn finish(
     let applied = apply_payloads(writer.db, &checkpoint.backlog);
     if let Err(e) = &applied {
         *lost = Some(format!(
-            "the store file could not take the writes journaled during a checkpoint ({e}); they are safe in the journal, and a restart replays them"
+            "the store file could not take the writes journaled during a checkpoint ({e}; is the disk full?); they are safe in the journal, and a restart replays them"
         ));
     }
     finish_lag(writer, lost.as_deref());
