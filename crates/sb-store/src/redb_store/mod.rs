@@ -8,9 +8,11 @@
 //! sequential write and one fsync, not one each, and not redb's own page writes. Each
 //! request's compare-and-set is checked inside that transaction, so batching never
 //! weakens atomicity. The redb commits are non-durable; a periodic checkpoint makes the
-//! file durable on its own and empties the journal ([`tables`]). Reads run on the
+//! file durable on its own and empties the journal ([`tables`]), on a thread of its own
+//! while the writer goes on journaling ([`checkpoints`]). Reads run on the
 //! blocking pool with their own MVCC snapshot and never wait for the writer.
 
+mod checkpoints;
 mod journal;
 mod tables;
 mod writer;
@@ -218,9 +220,9 @@ impl RedbStore {
         let wake = writer.downgrade();
         std::thread::Builder::new()
             .name("sb-store-checkpoint".into())
-            .spawn(move || writer::checkpoint_loop(&checkpoint_db, asks, done, wake))
+            .spawn(move || checkpoints::checkpoint_loop(&checkpoint_db, asks, done, wake))
             .map_err(|e| StoreError::Backend(format!("cannot start the checkpoint thread: {e}")))?;
-        let checkpointer = writer::Checkpointer { ask, done: dones };
+        let checkpointer = checkpoints::Checkpointer { ask, done: dones };
         let (lag_tx, lag) = tokio::sync::watch::channel(Lag::default());
         let (writer_db, writer_hot) = (db.clone(), hot.clone());
         let fault = writer::Fault::default();

@@ -4,15 +4,8 @@
 //! the [`Hot`](super::Hot) cache current, since this thread is the only one that changes
 //! the file. A batch is durable once its journal frame is on disk ([`super::journal`]);
 //! the redb commit that follows is non-durable, and a checkpoint every
-//! [`CHECKPOINT_EVERY`] makes the redb file itself catch up.
-//!
-//! A checkpoint runs on a thread of its own ([`checkpoint_loop`]): the journal moves to
-//! its other file, and while redb's durable commit holds the file, task commits are
-//! journaled and acknowledged without it (their compare-and-set answered from the
-//! cache, which keeps every task it holds until the file has caught up, or from a read
-//! of the file as the checkpoint found it). Those batches are applied to the file when
-//! the checkpoint ends; reads that miss the cache wait for that ([`super::Lag`]). Any
-//! other request waits for the checkpoint to end.
+//! [`CHECKPOINT_EVERY`] makes the redb file itself catch up, on a thread of its own
+//! ([`super::checkpoints`]) while acknowledgments go on.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -21,8 +14,9 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpoints::{Checkpointer, Running, finish, start, wait_for};
 use super::journal::{Entry, Journal};
-use super::tables::{PushTable, Tables, apply_payloads, checkpoint, record_epoch};
+use super::tables::{PushTable, Tables, checkpoint};
 use super::{Lag, SharedHot, TASKS, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
@@ -31,8 +25,9 @@ use crate::traits::*;
 const MAX_BATCH: usize = 512;
 
 /// How often the redb file catches up with the journal under steady writes. A
-/// checkpoint writes the pages changed since the last one and fsyncs the file, and the
-/// writer waits meanwhile, so checkpoints are kept small: every 2 s, they took 30–90 ms
+/// checkpoint writes the pages changed since the last one and fsyncs the file. The
+/// writer used to wait meanwhile (the figures below are from then; now only requests
+/// other than task commits do), so checkpoints are kept small: every 2 s, they took 30–90 ms
 /// each at 3k tasks/s (a visible stall in the acks' p99); every 200 ms, 8–17 ms (5.3 ms
 /// at the median at 2.4k tasks/s); every 80 ms, the acks' p99 at 2.4k tasks/s went from
 /// ~9 ms to ~5.2 ms with no change in CPU per task that a run could tell.
@@ -82,42 +77,6 @@ pub(super) struct Writer<'a> {
     pub(super) checkpoint_every: Duration,
     pub(super) checkpointer: Checkpointer,
     pub(super) lag: &'a tokio::sync::watch::Sender<Lag>,
-}
-
-/// The writer's ends of the checkpoint thread's channels: the epoch to record, and the
-/// outcome.
-pub(super) struct Checkpointer {
-    pub(super) ask: std::sync::mpsc::Sender<u64>,
-    pub(super) done: std::sync::mpsc::Receiver<StoreResult<()>>,
-}
-
-/// The checkpoint thread: a durable commit recording each epoch it is asked for. Each
-/// outcome also wakes the writer (which only looks when a request or reminder comes):
-/// until it applies what it journaled meanwhile, reads that miss the cache wait.
-pub(super) fn checkpoint_loop(
-    db: &Database,
-    asks: std::sync::mpsc::Receiver<u64>,
-    done: std::sync::mpsc::Sender<StoreResult<()>>,
-    wake: mpsc::WeakSender<Queued>,
-) {
-    for epoch in asks {
-        if done.send(record_epoch(db, epoch)).is_err() {
-            return;
-        }
-        if let Some(queue) = wake.upgrade() {
-            // A full queue means the writer is busy, and it looks after every batch.
-            let _ = queue.try_send(Queued::Tick);
-        }
-    }
-}
-
-/// A checkpoint under way on the checkpoint thread.
-#[derive(Debug)]
-struct Running {
-    /// The epoch it records.
-    epoch: u64,
-    /// The payloads of the batches journaled since it started: not in the file yet.
-    backlog: Vec<Vec<u8>>,
 }
 
 /// `durable_epoch` is the epoch the store file records (see [`Journal::can_rotate`]).
@@ -228,82 +187,6 @@ pub(super) fn write_loop(
     {
         tracing::error!(error = %e, "final store checkpoint failed; the next start replays the journal");
     }
-}
-
-/// Starts a checkpoint on the checkpoint thread. The journal moves to its other file
-/// under the next epoch, which the checkpoint records, unless that file still holds
-/// what no checkpoint has made durable (the last one failed): then it records the
-/// current epoch, whose file a restart replays again (replaying is idempotent).
-fn start(writer: &Writer<'_>, journal: &mut Journal, durable_epoch: u64) -> StoreResult<Running> {
-    let epoch = if journal.can_rotate(durable_epoch) {
-        journal.rotate()?
-    } else {
-        journal.epoch()
-    };
-    // Before any batch is acknowledged without the file.
-    writer.hot.write().pinned = true;
-    writer.lag.send_modify(|lag| lag.behind = true);
-    if writer.checkpointer.ask.send(epoch).is_err() {
-        finish_lag(writer, None);
-        return Err(StoreError::Backend("the checkpoint thread stopped".into()));
-    }
-    Ok(Running {
-        epoch,
-        backlog: Vec::new(),
-    })
-}
-
-/// Waits for the running checkpoint to end, then [`finish`]es it.
-fn wait_for(
-    writer: &Writer<'_>,
-    checkpoint: Running,
-    durable_epoch: &mut u64,
-    lost: &mut Option<String>,
-) -> bool {
-    let outcome = writer
-        .checkpointer
-        .done
-        .recv()
-        .unwrap_or_else(|_| Err(StoreError::Backend("the checkpoint thread stopped".into())));
-    finish(writer, checkpoint, outcome, durable_epoch, lost)
-}
-
-/// Ends a checkpoint: applies the batches journaled meanwhile to the file, lets the
-/// cache forget again, and lets the reads that waited go. Returns whether all went well.
-fn finish(
-    writer: &Writer<'_>,
-    checkpoint: Running,
-    outcome: StoreResult<()>,
-    durable_epoch: &mut u64,
-    lost: &mut Option<String>,
-) -> bool {
-    let recorded = match outcome {
-        Ok(()) => {
-            *durable_epoch = checkpoint.epoch;
-            true
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "store checkpoint failed; the journal keeps every batch meanwhile");
-            false
-        }
-    };
-    let applied = apply_payloads(writer.db, &checkpoint.backlog);
-    if let Err(e) = &applied {
-        *lost = Some(format!(
-            "the store file could not take the writes journaled during a checkpoint ({e}; is the disk full?); they are safe in the journal, and a restart replays them"
-        ));
-    }
-    finish_lag(writer, lost.as_deref());
-    recorded && applied.is_ok()
-}
-
-fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
-    writer.hot.write().pinned = false;
-    writer.lag.send_modify(|lag| {
-        lag.behind = false;
-        lag.caught_up += 1;
-        lag.lost = lost.map(str::to_owned);
-    });
 }
 
 /// Why no write can succeed any more, short of reopening the store: a journal that could
