@@ -114,9 +114,17 @@ struct Segment {
     old_format: bool,
 }
 
+/// What a file holds that counts: the payloads of its frames, and whether one more
+/// frame of theirs was cut short by a crash.
+struct Found {
+    payloads: Vec<Vec<u8>>,
+    torn: bool,
+}
+
 impl Segment {
-    /// Opens the file, creating it if missing; returns it with its bytes.
-    fn open(path: &Path) -> StoreResult<(Segment, Vec<u8>)> {
+    /// Opens the file, creating it if missing; returns it with the frames that count in
+    /// it (the next frame goes after them).
+    fn open(path: &Path) -> StoreResult<(Segment, Found)> {
         let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
@@ -142,10 +150,14 @@ impl Segment {
             len: HEADER_LEN,
             old_format: false,
         };
+        let nothing = Found {
+            payloads: Vec::new(),
+            torn: false,
+        };
         let Some(header) = bytes.get(..HEADER_LEN as usize) else {
             // New, or cut short by a crash while its header was written: nothing in it.
             segment.start_epoch(0)?;
-            return Ok((segment, Vec::new()));
+            return Ok((segment, nothing));
         };
         segment.old_format = &header[..8] == MAGIC_V1;
         if &header[..8] != MAGIC && !segment.old_format {
@@ -158,25 +170,23 @@ impl Segment {
         header_epoch.copy_from_slice(&header[8..]);
         segment.header_epoch = u64::from_le_bytes(header_epoch);
         let frames = &bytes[HEADER_LEN as usize..];
-        segment.epoch = if segment.old_format {
-            Some(segment.header_epoch)
+        let (epoch, (payloads, end)) = if segment.old_format {
+            (segment.header_epoch, whole_frames_v1(frames))
         } else {
-            frame_head(frames)
-                .map(|(_, _, epoch)| epoch)
-                .filter(|&epoch| epoch >= segment.header_epoch)
-                .filter(|&epoch| !whole_frames(frames, epoch).0.is_empty())
+            match frame_head(frames) {
+                Some((_, _, epoch)) if epoch >= segment.header_epoch => {
+                    (epoch, whole_frames(frames, epoch))
+                }
+                _ => return Ok((segment, nothing)),
+            }
         };
-        Ok((segment, bytes))
-    }
-
-    /// The whole frames that count in it, and where they end.
-    fn frames(&self, bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
-        let frames = bytes.get(HEADER_LEN as usize..).unwrap_or_default();
-        match self.epoch {
-            None => (Vec::new(), 0),
-            Some(_) if self.old_format => whole_frames_v1(frames),
-            Some(epoch) => whole_frames(frames, epoch),
+        if payloads.is_empty() && !segment.old_format {
+            return Ok((segment, nothing));
         }
+        segment.epoch = Some(epoch);
+        segment.len = HEADER_LEN + end as u64;
+        let torn = is_torn_frame(&frames[end..], epoch, segment.old_format);
+        Ok((segment, Found { payloads, torn }))
     }
 
     /// Empties it under `epoch`: the header says so, and the frames after it, of an
@@ -236,10 +246,10 @@ impl Journal {
     /// order, to be replayed: those of the file at `epoch`, then those of the file at
     /// `epoch + 1` (a checkpoint that was running when the process stopped).
     pub(super) fn open(path: &Path, epoch: u64) -> StoreResult<(Journal, Vec<Vec<u8>>)> {
-        let (first, first_bytes) = Segment::open(path)?;
-        let (second, second_bytes) = Segment::open(&second_path(path))?;
+        let (first, first_found) = Segment::open(path)?;
+        let (second, second_found) = Segment::open(&second_path(path))?;
         let segments = [first, second];
-        let bytes = [first_bytes, second_bytes];
+        let mut found = [first_found, second_found];
         for segment in &segments {
             if let Some(journal_epoch) = segment.epoch
                 && journal_epoch > epoch + 1
@@ -275,21 +285,15 @@ impl Journal {
         };
         let mut payloads = Vec::new();
         for &i in &live {
-            let segment = &mut journal.segments[i];
-            let (found, end) = segment.frames(&bytes[i]);
-            let rest = bytes[i]
-                .get(HEADER_LEN as usize + end..)
-                .unwrap_or_default();
-            if is_torn_frame(rest, segment.epoch.unwrap_or(epoch), segment.old_format) {
+            if found[i].torn {
                 tracing::warn!(
-                    journal = %segment.path.display(),
+                    journal = %journal.segments[i].path.display(),
                     "the store journal ends in a torn frame (a crash mid-write); that batch was never acknowledged and is dropped"
                 );
             }
             // What follows the last whole frame (a torn one, or an earlier epoch's) is
             // overwritten by the next frame.
-            segment.len = HEADER_LEN + end as u64;
-            payloads.extend(found);
+            payloads.append(&mut found[i].payloads);
         }
         let current = &mut journal.segments[journal.current];
         if live.is_empty() {
@@ -549,6 +553,15 @@ mod tests {
         (dir, path, journal)
     }
 
+    /// The entries of replayed payloads, in order, as `Debug` text.
+    fn names(replay: &[Vec<u8>]) -> Vec<String> {
+        replay
+            .iter()
+            .flat_map(|p| entries(p).unwrap())
+            .map(|e| format!("{e:?}"))
+            .collect()
+    }
+
     fn frame_of(journal: &mut Journal, entries: &[Entry<'_>]) {
         journal.begin();
         for entry in entries {
@@ -678,13 +691,6 @@ mod tests {
         assert!(!journal.can_rotate(7), "epoch 7 is not durable yet");
         assert!(journal.can_rotate(8));
         drop(journal);
-        let names = |replay: &[Vec<u8>]| -> Vec<String> {
-            replay
-                .iter()
-                .flat_map(|p| entries(p).unwrap())
-                .map(|e| format!("{e:?}"))
-                .collect()
-        };
         // The checkpoint of epoch 8 did not happen: both files replay, in order.
         let (_, replay) = Journal::open(&path, 7).unwrap();
         assert_eq!(
@@ -790,18 +796,8 @@ mod tests {
         frame_of(&mut journal, &[Entry::RemoveTask { id: "after" }]);
         drop(journal);
         let (_, replay) = Journal::open(&path, 0).unwrap();
-        let ids: Vec<_> = replay
-            .iter()
-            .flat_map(|p| {
-                entries(p)
-                    .unwrap()
-                    .into_iter()
-                    .map(|e| format!("{e:?}"))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
         assert_eq!(
-            ids,
+            names(&replay),
             [
                 r#"RemoveTask { id: "kept" }"#,
                 r#"RemoveTask { id: "after" }"#
