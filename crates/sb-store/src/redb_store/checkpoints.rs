@@ -21,6 +21,26 @@ pub(super) struct Checkpointer {
     pub(super) done: std::sync::mpsc::Receiver<StoreResult<()>>,
 }
 
+impl Checkpointer {
+    /// The running checkpoint's outcome, if it has ended.
+    pub(super) fn ended(&self) -> Option<StoreResult<()>> {
+        match self.done.try_recv() {
+            Ok(outcome) => Some(outcome),
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(Err(thread_stopped())),
+        }
+    }
+
+    /// The running checkpoint's outcome, once it ends.
+    fn outcome(&self) -> StoreResult<()> {
+        self.done.recv().unwrap_or_else(|_| Err(thread_stopped()))
+    }
+}
+
+fn thread_stopped() -> StoreError {
+    StoreError::Backend("the checkpoint thread stopped".into())
+}
+
 /// The checkpoint thread: a durable commit recording each epoch it is asked for. Each
 /// outcome also wakes the writer (which only looks when a request or reminder comes):
 /// until it applies what it journaled meanwhile, reads that miss the cache wait.
@@ -69,7 +89,7 @@ pub(super) fn start(
     writer.lag.send_modify(|lag| lag.behind = true);
     if writer.checkpointer.ask.send(epoch).is_err() {
         finish_lag(writer, None);
-        return Err(StoreError::Backend("the checkpoint thread stopped".into()));
+        return Err(thread_stopped());
     }
     Ok(Running {
         epoch,
@@ -84,11 +104,7 @@ pub(super) fn wait_for(
     durable_epoch: &mut u64,
     lost: &mut Option<String>,
 ) -> bool {
-    let outcome = writer
-        .checkpointer
-        .done
-        .recv()
-        .unwrap_or_else(|_| Err(StoreError::Backend("the checkpoint thread stopped".into())));
+    let outcome = writer.checkpointer.outcome();
     finish(writer, checkpoint, outcome, durable_epoch, lost)
 }
 
@@ -121,7 +137,7 @@ pub(super) fn finish(
     recorded && applied.is_ok()
 }
 
-pub(super) fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
+fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
     writer.hot.write().pinned = false;
     writer.lag.send_modify(|lag| {
         lag.behind = false;

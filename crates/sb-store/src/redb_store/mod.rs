@@ -305,9 +305,7 @@ impl RedbStore {
         .await
         .map_err(StoreError::backend)?
     }
-}
 
-impl RedbStore {
     /// Returns once the file holds every write acknowledged before the call.
     async fn caught_up(&self) -> StoreResult<()> {
         let mut lag = self.lag.clone();

@@ -87,15 +87,18 @@ pub(super) fn replay(
     journal: &mut Journal,
     payloads: &[Vec<u8>],
 ) -> StoreResult<()> {
-    checkpoint_with(db, journal, |txn| {
-        let mut tables = Tables::open(txn)?;
-        for payload in payloads {
-            for entry in entries(payload)? {
-                tables.apply(&entry)?;
-            }
+    checkpoint_with(db, journal, |txn| apply_all(txn, payloads))
+}
+
+/// Applies journaled payloads, in order, inside `txn`.
+fn apply_all(txn: &WriteTransaction, payloads: &[Vec<u8>]) -> StoreResult<()> {
+    let mut tables = Tables::open(txn)?;
+    for payload in payloads {
+        for entry in entries(payload)? {
+            tables.apply(&entry)?;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// A durable commit recording `epoch` as the journal's oldest live one: everything
@@ -112,19 +115,16 @@ pub(super) fn record_epoch(db: &Database, epoch: u64) -> StoreResult<()> {
 }
 
 /// Applies journaled payloads to the file in one non-durable commit (they are durable
-/// in the journal already): the batches acknowledged while a checkpoint ran.
+/// in the journal already): the batches acknowledged while a checkpoint ran. None, no
+/// commit.
 pub(super) fn apply_payloads(db: &Database, payloads: &[Vec<u8>]) -> StoreResult<()> {
+    if payloads.is_empty() {
+        return Ok(());
+    }
     let mut txn = db.begin_write().map_err(StoreError::backend)?;
     txn.set_durability(redb::Durability::None)
         .map_err(StoreError::backend)?;
-    {
-        let mut tables = Tables::open(&txn)?;
-        for payload in payloads {
-            for entry in entries(payload)? {
-                tables.apply(&entry)?;
-            }
-        }
-    }
+    apply_all(&txn, payloads)?;
     txn.commit().map_err(StoreError::backend)
 }
 

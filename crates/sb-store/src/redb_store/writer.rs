@@ -97,15 +97,11 @@ pub(super) fn write_loop(
     while let Some(first) = queue.blocking_recv() {
         let mut failed = false;
         if let Some(checkpoint) = running.take() {
-            match writer.checkpointer.done.try_recv() {
-                Ok(outcome) => {
+            match writer.checkpointer.ended() {
+                Some(outcome) => {
                     failed |= !finish(writer, checkpoint, outcome, &mut durable_epoch, &mut lost)
                 }
-                Err(std::sync::mpsc::TryRecvError::Empty) => running = Some(checkpoint),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    let outcome = Err(StoreError::Backend("the checkpoint thread stopped".into()));
-                    failed |= !finish(writer, checkpoint, outcome, &mut durable_epoch, &mut lost)
-                }
+                None => running = Some(checkpoint),
             }
         }
         match first {
@@ -335,26 +331,19 @@ impl<'txn> BatchWriter<'txn, '_> {
 
     /// The sequence of the task as the file has it (0 for none).
     fn stored_seq(&mut self, task_id: &str) -> StoreResult<u64> {
-        let bytes = match (&self.tables, &self.snapshot) {
-            (Some(tables), _) => tables
-                .tasks
-                .get(task_id)
-                .map_err(StoreError::backend)?
-                .map(|b| b.value().to_vec()),
+        let seq_in = |found: Option<redb::AccessGuard<'_, &'static [u8]>>| match found {
+            Some(bytes) => decode::<TaskRecord>(bytes.value()).map(|r| r.seq),
+            None => Ok(0),
+        };
+        match (&self.tables, &self.snapshot) {
+            (Some(tables), _) => seq_in(tables.tasks.get(task_id).map_err(StoreError::backend)?),
             (None, Some(snapshot)) => {
                 let table = snapshot.open_table(TASKS).map_err(StoreError::backend)?;
-                let found = table.get(task_id).map_err(StoreError::backend)?;
-                found.map(|b| b.value().to_vec())
+                seq_in(table.get(task_id).map_err(StoreError::backend)?)
             }
-            (None, None) => {
-                return Err(StoreError::Backend(
-                    "internal: a batch with nothing to read".into(),
-                ));
-            }
-        };
-        match bytes {
-            Some(bytes) => Ok(decode::<TaskRecord>(&bytes)?.seq),
-            None => Ok(0),
+            (None, None) => Err(StoreError::Backend(
+                "internal: a batch with nothing to read".into(),
+            )),
         }
     }
 }
