@@ -107,7 +107,7 @@ impl Reporter {
     pub(crate) fn creating(
         tasks: Arc<dyn TaskService>,
         draft: TaskRecord,
-        created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+        created: oneshot::Sender<Result<crate::outbox::Created, A2AError>>,
     ) -> Reporter {
         Reporter::with_outbox(Outbox::creating(tasks, draft, created))
     }

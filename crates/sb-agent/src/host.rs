@@ -17,6 +17,17 @@ use crate::api::*;
 /// How long a canceled agent may take to notice before its run is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
+/// A task created and its first turn started (see [`AgentHost::launch`]).
+pub(crate) struct Launched {
+    /// The task as created: submitted, its first message in its history.
+    pub(crate) submitted: TaskRecord,
+    /// The task as stored by the creation's commit, when that carried the agent's first
+    /// reports too.
+    pub(crate) first_round: Option<Box<TaskRecord>>,
+    /// Resolves when the turn is over.
+    pub(crate) turn: oneshot::Receiver<()>,
+}
+
 #[derive(Debug, Clone)]
 pub struct AgentHost {
     agents: Arc<BTreeMap<String, Arc<dyn Agent>>>,
@@ -66,10 +77,20 @@ impl AgentHost {
         &self,
         new: NewTask,
     ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+        let launched = self.launch(new).await?;
+        Ok((launched.submitted, launched.turn))
+    }
+
+    /// [`AgentHost::start`], with the task as the creation's commit left it.
+    pub(crate) async fn launch(&self, new: NewTask) -> Result<Launched, A2AError> {
         if !self.tasks.can_draft() || !self.agents.contains_key(&new.scope.agent) {
-            let record = self.tasks.create(new).await?;
-            let turn = self.dispatch(&record, first_message(&record)?);
-            return Ok((record, turn));
+            let submitted = self.tasks.create(new).await?;
+            let turn = self.dispatch(&submitted, first_message(&submitted)?);
+            return Ok(Launched {
+                submitted,
+                first_round: None,
+                turn,
+            });
         }
         let draft = self.tasks.draft(new)?;
         let first = first_message(&draft)?;
@@ -77,7 +98,11 @@ impl AgentHost {
         let reporter = Reporter::creating(self.tasks.clone(), draft.clone(), created_tx);
         let (turn, cancel) = self.run(&draft, first, reporter);
         match created.await {
-            Ok(Ok(record)) => Ok((record, turn)),
+            Ok(Ok(first_round)) => Ok(Launched {
+                submitted: draft,
+                first_round,
+                turn,
+            }),
             Ok(Err(err)) => {
                 cancel.cancel();
                 Err(err)
@@ -275,6 +300,35 @@ mod tests {
         use TaskState::*;
         let expected = [Some(Submitted), Some(Working), None, Some(Completed)];
         assert_eq!(states(&tasks, id).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_blocking_start_answers_from_the_commit_that_ended_the_task() {
+        use crate::runner::TurnRunner;
+        let (host, store, tasks) = host_of(Arc::new(EchoAgent));
+        let wait = Duration::from_secs(5);
+        let done = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        let done = done.unwrap();
+        assert_eq!((done.seq, done.state()), (4, TaskState::Completed));
+        assert_eq!(done.task.artifacts[0].parts[0].as_text(), Some("hi"));
+        assert_eq!(store.gets.load(Ordering::SeqCst), 0, "nothing read back");
+        assert_eq!(tasks.get(&scope(), &done.task.id).await.unwrap(), done);
+    }
+
+    #[tokio::test]
+    async fn a_blocking_start_waits_for_a_turn_its_first_commit_did_not_end() {
+        use crate::runner::TurnRunner;
+        let (host, store, tasks) = host_of(Arc::new(WaitsForCancel::default()));
+        let wait = Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let held = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        assert_eq!(held.unwrap().state(), TaskState::Working);
+        assert!(started.elapsed() >= wait, "waited for the turn");
+        assert_eq!(
+            store.gets.load(Ordering::SeqCst),
+            1,
+            "read when the wait ran out"
+        );
     }
 
     /// Reports a burst the task service refuses as a whole: completed, then working.

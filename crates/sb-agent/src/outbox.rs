@@ -39,12 +39,16 @@ pub(crate) type Sending =
     Either<Ready<Result<u64, A2AError>>, BoxFuture<'static, Result<u64, A2AError>>>;
 
 /// A task still to be created by the outbox's first round, and who waits to hear how
-/// that went (the task as created, or why not).
+/// that went.
 #[derive(Debug)]
 struct Creation {
     draft: TaskRecord,
-    created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+    created: oneshot::Sender<Result<Created, A2AError>>,
 }
+
+/// A task's creation went through: with the agent's first reports (the task as they
+/// left it), or alone (`None`: the reports follow in commits of their own).
+pub(crate) type Created = Option<Box<TaskRecord>>;
 
 /// What became of an update offered to the queue.
 enum Offer {
@@ -93,7 +97,7 @@ impl Outbox {
     pub(crate) fn creating(
         tasks: Arc<dyn TaskService>,
         draft: TaskRecord,
-        created: oneshot::Sender<Result<TaskRecord, A2AError>>,
+        created: oneshot::Sender<Result<Created, A2AError>>,
     ) -> Arc<Outbox> {
         let outbox = Arc::new(Outbox::new(tasks, draft.task.id.clone()));
         {
@@ -229,13 +233,13 @@ impl Outbox {
             };
             let outcome = match creation {
                 Some(creation) => self.create(creation, batch).await,
-                None => self.commit(batch).await,
+                None => self.commit(batch).await.map(Some),
             };
             {
                 let mut state = self.state.lock();
                 state.done_through = match outcome {
                     Ok(task) => {
-                        state.stored = (state.awaiting_task > 0).then(|| Box::new(task));
+                        state.stored = task.filter(|_| state.awaiting_task > 0).map(Box::new);
                         through
                     }
                     // What queued meanwhile is dropped with the refused update: done too.
@@ -253,22 +257,23 @@ impl Outbox {
 
     /// The first round of a task not stored yet: the task and the batch as one commit;
     /// when an update is refused, the task alone, then the batch as [`Outbox::commit`]
-    /// does it.
+    /// does it. The task as stored, when someone waits for it here.
     async fn create(
         &self,
         creation: Box<Creation>,
         batch: Vec<TaskUpdate>,
-    ) -> Result<Task, A2AError> {
+    ) -> Result<Option<Task>, A2AError> {
         let Creation { draft, created } = *creation;
-        // The task as stored with the whole batch, or `None` when created alone.
-        let stored = match self.tasks.create_with(draft.clone(), &batch).await {
-            Ok(record) => Ok(Some(record.task)),
-            Err(err) if batch.is_empty() || err.kind == ErrorKind::Internal => Err(err),
-            Err(_refused_update) => self
-                .tasks
-                .create_with(draft.clone(), &[])
-                .await
-                .map(|_| None),
+        // The task as stored with the whole batch, or `None` when created alone. The
+        // draft is copied only when a refused update may need it again.
+        let stored = if batch.is_empty() {
+            self.tasks.create_with(draft, &[]).await.map(Some)
+        } else {
+            match self.tasks.create_with(draft.clone(), &batch).await {
+                Ok(record) => Ok(Some(record)),
+                Err(err) if err.kind == ErrorKind::Internal => Err(err),
+                Err(_refused_update) => self.tasks.create_with(draft, &[]).await.map(|_| None),
+            }
         };
         match stored {
             Err(err) => {
@@ -276,12 +281,16 @@ impl Outbox {
                 let _ = created.send(Err(err.clone()));
                 Err(err)
             }
-            Ok(stored) => {
-                let _ = created.send(Ok(draft));
-                match stored {
-                    Some(task) => Ok(task),
-                    None => self.commit(batch).await,
-                }
+            Ok(Some(record)) => {
+                // A waiter's update is queued after its registration, so one waiting for
+                // this round is counted by now.
+                let task = (self.state.lock().awaiting_task > 0).then(|| record.task.clone());
+                let _ = created.send(Ok(Some(Box::new(record))));
+                Ok(task)
+            }
+            Ok(None) => {
+                let _ = created.send(Ok(None));
+                self.commit(batch).await.map(Some)
             }
         }
     }

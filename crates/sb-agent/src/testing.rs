@@ -10,12 +10,14 @@ use sb_store::*;
 pub(crate) struct CountingStore {
     inner: MemoryStore,
     pub(crate) commits: AtomicUsize,
+    pub(crate) gets: AtomicUsize,
     pub(crate) failing: AtomicBool,
 }
 
 #[async_trait]
 impl TaskStore for CountingStore {
     async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(task_id).await
     }
     async fn commit(&self, commit: TaskCommit) -> StoreResult<()> {

@@ -25,7 +25,7 @@ pub struct LocalBus {
 /// The per-task channels, and when to next sweep out the ones nobody watches.
 #[derive(Debug, Default)]
 struct Channels {
-    by_task: crate::IdMap<String, broadcast::Sender<StoredEvent>>,
+    by_task: crate::IdMap<std::sync::Arc<str>, broadcast::Sender<StoredEvent>>,
     sweep_at: usize,
 }
 
@@ -60,11 +60,12 @@ impl LocalBus {
     pub fn subscribe_now(&self, task_id: &str) -> broadcast::Receiver<StoredEvent> {
         let mut channels = self.channels.lock();
         channels.sweep_if_due();
-        channels
-            .by_task
-            .entry(task_id.to_owned())
-            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
-            .subscribe()
+        if let Some(sender) = channels.by_task.get(task_id) {
+            return sender.subscribe();
+        }
+        let (sender, receiver) = broadcast::channel(CHANNEL_CAPACITY);
+        channels.by_task.insert(task_id.into(), sender);
+        receiver
     }
 
     /// Number of tasks currently watched.

@@ -33,7 +33,8 @@ impl TaskRecord {
 /// subscriber of a task receives a clone, and the event itself is shared, not copied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredEvent {
-    pub task_id: String,
+    /// Shared, not copied: an event is cloned for every subscriber and reader of the bus.
+    pub task_id: std::sync::Arc<str>,
     pub seq: u64,
     pub event: std::sync::Arc<StreamResponse>,
     /// W3C trace context of the request that caused the event, so whoever handles it
@@ -67,6 +68,48 @@ impl EventJson {
                     .into()
             })
             .clone()
+    }
+}
+
+impl EventJson {
+    /// The JSON, if it has been made.
+    pub fn get(&self) -> Option<&std::sync::Arc<str>> {
+        self.0.get()
+    }
+
+    /// Keeps `json` (the event's serialisation, made elsewhere) unless some is kept already.
+    fn keep(&self, json: &[u8]) {
+        if let Ok(text) = std::str::from_utf8(json) {
+            let _ = self.0.set(text.into());
+        }
+    }
+}
+
+impl StoredEvent {
+    /// The stored form (what `serde_json::to_vec(self)` gives), with the event's own JSON
+    /// written once for everyone: taken from [`StoredEvent::json`] when made already,
+    /// else made here and kept there, so the streams and webhooks that send the event on
+    /// do not serialise it again.
+    pub fn to_stored_json(&self) -> serde_json::Result<Vec<u8>> {
+        use std::io::Write as _;
+        let mut out = Vec::with_capacity(self.json.get().map_or(512, |j| j.len() + 128));
+        out.extend_from_slice(b"{\"task_id\":");
+        serde_json::to_writer(&mut out, &*self.task_id)?;
+        write!(out, ",\"seq\":{},\"event\":", self.seq).map_err(serde_json::Error::io)?;
+        match self.json.get() {
+            Some(json) => out.extend_from_slice(json.as_bytes()),
+            None => {
+                let start = out.len();
+                serde_json::to_writer(&mut out, &*self.event)?;
+                self.json.keep(&out[start..]);
+            }
+        }
+        if let Some(traceparent) = &self.traceparent {
+            out.extend_from_slice(b",\"traceparent\":");
+            serde_json::to_writer(&mut out, traceparent)?;
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 
@@ -245,5 +288,41 @@ mod event_json_tests {
         );
         // Not part of the stored form.
         assert!(!serde_json::to_string(&event).unwrap().contains("json"));
+    }
+
+    fn event(traceparent: Option<&str>) -> StoredEvent {
+        StoredEvent {
+            task_id: "t-\"1\"".into(),
+            seq: 7,
+            event: StreamResponse::Message(Message::agent_text("hi \"you\" \u{1}")).into(),
+            traceparent: traceparent.map(str::to_owned),
+            json: EventJson::default(),
+        }
+    }
+
+    #[test]
+    fn the_stored_json_is_the_serde_form_and_keeps_the_events_json() {
+        for traceparent in [None, Some("00-abc-def-01")] {
+            let event = event(traceparent);
+            let stored = event.to_stored_json().unwrap();
+            assert_eq!(stored, serde_json::to_vec(&event).unwrap());
+            let kept = event.json.get().expect("kept for the streams").clone();
+            assert_eq!(&*kept, serde_json::to_string(&*event.event).unwrap());
+            // Made once: the next encoding and every render use what was kept.
+            assert_eq!(event.to_stored_json().unwrap(), stored);
+            assert!(std::sync::Arc::ptr_eq(
+                &kept,
+                &event.json.render(&event.event)
+            ));
+        }
+    }
+
+    #[test]
+    fn the_stored_json_uses_a_serialisation_made_already() {
+        let event = event(None);
+        let rendered = event.json.render(&event.event);
+        let stored = event.to_stored_json().unwrap();
+        assert_eq!(stored, serde_json::to_vec(&event).unwrap());
+        assert!(std::sync::Arc::ptr_eq(&rendered, event.json.get().unwrap()));
     }
 }

@@ -49,7 +49,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
             created_at: base,
         },
         events: vec![StoredEvent {
-            task_id: id.to_owned(),
+            task_id: id.into(),
             seq,
             event: event.into(),
             traceparent: None,

@@ -118,7 +118,7 @@ pub fn apply_in_place(
     };
     next.seq += 1;
     Ok(StoredEvent {
-        task_id: next.task.id.clone(),
+        task_id: next.task.id.as_str().into(),
         seq: next.seq,
         event: event.into(),
         traceparent: sb_telemetry::traceparent(),

@@ -233,7 +233,7 @@ impl LocalTaskService {
     ) -> TaskResult<TaskRecord> {
         let mut events = Vec::with_capacity(1 + updates.len());
         events.push(StoredEvent {
-            task_id: record.task.id.clone(),
+            task_id: record.task.id.as_str().into(),
             seq: record.seq,
             event: StreamResponse::Task(record.task.clone()).into(),
             traceparent: sb_telemetry::traceparent(),

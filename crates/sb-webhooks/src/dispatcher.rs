@@ -208,14 +208,14 @@ impl Dispatcher {
                         // burst need one per task, not one each.
                         let mut tasks = sb_store::IdSet::default();
                         let mut closed = false;
-                        let mut last_task = String::new();
+                        let mut last_task: Option<std::sync::Arc<str>> = None;
                         for received in sb_store::take_burst(received, &mut events) {
                             match received {
                                 // A commit's events come together: one look per run.
-                                Ok(event) if event.task_id == last_task => {}
+                                Ok(event) if last_task.as_ref() == Some(&event.task_id) => {}
                                 Ok(event) => {
-                                    last_task.clone_from(&event.task_id);
-                                    tasks.insert(event.task_id);
+                                    tasks.insert(event.task_id.to_string());
+                                    last_task = Some(event.task_id);
                                 }
                                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                                     // The log has what the bus dropped; the cursors say what is owed.
@@ -411,7 +411,7 @@ impl Inner {
     async fn bury(&self, event: &StoredEvent, config_id: &str, failure: Failure) {
         let letter = DeadLetter {
             id: sb_protocol::new_id(),
-            task_id: event.task_id.clone(),
+            task_id: event.task_id.to_string(),
             config_id: config_id.to_owned(),
             seq: event.seq,
             host: failure.host,

@@ -45,9 +45,10 @@ pub(super) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, 
 
 pub(crate) fn event_pb(event: &StoredEvent) -> pb::TaskEvent {
     pb::TaskEvent {
-        task_id: event.task_id.clone(),
+        task_id: event.task_id.to_string(),
         seq: event.seq,
-        json: to_json(&event.event),
+        // Made once for the store and every stream that sends it on.
+        json: event.json.render(&event.event).as_bytes().to_vec(),
     }
 }
 
@@ -58,7 +59,7 @@ pub(crate) fn event_from(event: pb::TaskEvent) -> Result<StoredEvent, A2AError> 
         .map(sb_store::EventJson::known)
         .unwrap_or_default();
     Ok(StoredEvent {
-        task_id: event.task_id,
+        task_id: event.task_id.into(),
         seq: event.seq,
         event: decoded,
         traceparent: None,

@@ -72,7 +72,7 @@ struct Hot {
     /// For each task in `records`, its latest events (at most [`RECENT_EVENTS`], oldest
     /// first, no gap up to the latest): a subscriber or the webhook dispatcher reading
     /// what was just committed needs no disk read.
-    events: crate::IdMap<String, std::collections::VecDeque<StoredEvent>>,
+    events: crate::IdMap<std::sync::Arc<str>, std::collections::VecDeque<StoredEvent>>,
     /// Every task with at least one push config (loaded when the store opens), so a
     /// task without one costs no read per event. May also hold tasks whose last
     /// config was deleted one by one: it only ever answers "none" for sure.

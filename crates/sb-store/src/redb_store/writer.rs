@@ -610,7 +610,7 @@ fn apply_commit(
         value: &record,
     })?;
     for event in &commit.events {
-        let value = encode(event)?;
+        let value = event.to_stored_json().map_err(StoreError::backend)?;
         writer.write(Entry::PutEvent {
             task_id,
             seq: event.seq,

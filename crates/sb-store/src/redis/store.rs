@@ -161,7 +161,9 @@ impl TaskStore for RedisStore {
             })
             .arg(commit.open_limit.unwrap_or(0));
         for event in &commit.events {
-            invocation.arg(event.seq).arg(encode(event)?);
+            invocation
+                .arg(event.seq)
+                .arg(event.to_stored_json().map_err(StoreError::backend)?);
         }
         let (current, resent) = match invocation.invoke_async(&mut self.conn()).await {
             // The connection dropped (Redis restarted): the script may or may not have

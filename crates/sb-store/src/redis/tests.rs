@@ -48,7 +48,7 @@ async fn an_event_committed_after_subscribe_returns_is_received() {
     store.commit(new_commit("t", 1, 2)).await.unwrap();
     assert_eq!(timeout(WAIT, rx.recv()).await.unwrap().unwrap().seq, 1);
     let second = timeout(WAIT, rx.recv()).await.unwrap().unwrap();
-    assert_eq!((second.task_id.as_str(), second.seq), ("t", 2));
+    assert_eq!((&*second.task_id, second.seq), ("t", 2));
     assert!(other.try_recv().is_err(), "only the task's own events");
 }
 
@@ -123,7 +123,7 @@ async fn commit_tasks(store: &RedisStore, n: usize) -> HashSet<String> {
 
 async fn drain(rx: &mut tokio::sync::broadcast::Receiver<StoredEvent>, seen: &mut Vec<String>) {
     while let Ok(Ok(event)) = timeout(Duration::from_millis(500), rx.recv()).await {
-        seen.push(event.task_id);
+        seen.push(event.task_id.to_string());
     }
 }
 
@@ -187,7 +187,14 @@ async fn entries_a_dead_consumer_left_pending_are_claimed() {
     let mut rx = bus.subscribe_all("g").await.unwrap();
     let mut seen = HashSet::new();
     while seen.len() < 3 {
-        seen.insert(timeout(WAIT, rx.recv()).await.unwrap().unwrap().task_id);
+        seen.insert(
+            timeout(WAIT, rx.recv())
+                .await
+                .unwrap()
+                .unwrap()
+                .task_id
+                .to_string(),
+        );
     }
     assert_eq!(seen, expected);
     // Acknowledged once forwarded.
