@@ -45,9 +45,9 @@ pub struct RedbStore {
     lag: tokio::sync::watch::Receiver<Lag>,
 }
 
-/// Whether the file is behind the acknowledged writes (a checkpoint is running, and
-/// the batches journaled meanwhile wait to be applied): a read that misses the cache
-/// waits until it is not.
+/// Whether the file is behind the acknowledged writes (batches journaled and
+/// acknowledged wait to be applied: deferred, or while a checkpoint runs): a read that
+/// misses the cache waits until it is not.
 #[derive(Debug, Default, Clone)]
 struct Lag {
     behind: bool,
@@ -319,6 +319,9 @@ impl RedbStore {
             }
             now.caught_up
         };
+        // Deferred batches are applied at once when asked (a running checkpoint's only
+        // when it ends); a full queue means the writer is busy, and it catches up soon.
+        let _ = self.writer.try_send(Queued::Tick);
         let caught = lag
             .wait_for(|now| now.caught_up > seen || now.lost.is_some())
             .await

@@ -278,6 +278,55 @@ async fn reads_of_the_file_see_writes_acknowledged_during_a_checkpoint() {
     }
 }
 
+/// Whether the redb file itself holds the task (not the cache, not the journal).
+fn in_file(store: &RedbStore, task_id: &str) -> bool {
+    let txn = store.db.begin_read().unwrap();
+    let table = txn.open_table(TASKS).unwrap();
+    table.get(task_id).unwrap().is_some()
+}
+
+/// Task commits are acknowledged once journaled and reach the file a few batches at a
+/// time; a read that needs the file has them applied at once and sees them.
+#[tokio::test]
+async fn task_commits_reach_the_file_deferred_and_reads_of_it_see_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    // No checkpoint (nor its ticker's reminder) during the test.
+    let store = RedbStore::open_checkpointing(&path, Duration::from_secs(3600)).unwrap();
+    for n in 0..50 {
+        let task_id = format!("task-{n:03}");
+        store
+            .commit(crate::suite::new_commit(&task_id, 0, 1))
+            .await
+            .unwrap();
+        assert!(
+            !in_file(&store, &task_id),
+            "{task_id} applied with its batch"
+        );
+        assert_eq!(store.get(&task_id).await.unwrap().unwrap().seq, 1);
+        let listed = store.list_all().await.unwrap();
+        assert_eq!(listed.len(), n + 1, "{task_id} acknowledged, not listed");
+        assert!(in_file(&store, &task_id), "the listing had it applied");
+    }
+    // Any other request is applied after the deferred commits, in order.
+    store
+        .commit(crate::suite::new_commit("doomed", 0, 1))
+        .await
+        .unwrap();
+    assert!(store.delete("doomed").await.unwrap());
+    assert!(!in_file(&store, "doomed"));
+    assert!(store.get("doomed").await.unwrap().is_none());
+    // Closing applies and checkpoints what is deferred: nothing left to replay.
+    store
+        .commit(crate::suite::new_commit("last", 0, 1))
+        .await
+        .unwrap();
+    drop(store);
+    assert_eq!(pending_closed(&path).await, 0);
+    let store = reopen(&path, Duration::from_secs(3600)).await;
+    assert_eq!(store.list_all().await.unwrap().len(), 51);
+}
+
 /// Frames a reopen of the store at `path`, open as `store`, would replay.
 fn pending(store: &RedbStore, path: &Path) -> usize {
     let epoch = super::tables::recorded_epoch(&*store.db);

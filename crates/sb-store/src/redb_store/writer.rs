@@ -3,9 +3,10 @@
 //! more requests before committing (see [`gather`]); the records it commits also keep
 //! the [`Hot`](super::Hot) cache current, since this thread is the only one that changes
 //! the file. A batch is durable once its journal frame is on disk ([`super::journal`]);
-//! the redb commit that follows is non-durable, and a checkpoint every
-//! [`CHECKPOINT_EVERY`] makes the redb file itself catch up, on a thread of its own
-//! ([`super::checkpoints`]) while acknowledgments go on.
+//! task commits reach the redb file a few batches at a time, in one non-durable commit
+//! ([`super::checkpoints::Deferred`]), other requests in a commit of their own, and a
+//! checkpoint every [`CHECKPOINT_EVERY`] makes the redb file itself durable, on a thread
+//! of its own ([`super::checkpoints`]) while acknowledgments go on.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
-use super::checkpoints::{Checkpointer, Running, finish, start, wait_for};
+use super::checkpoints::{Checkpointer, Deferred, Running, finish, start, wait_for};
 use super::journal::{Entry, Journal};
 use super::tables::{PushTable, Tables, checkpoint};
 use super::{Lag, SharedHot, TASKS, configs_of, decode, encode};
@@ -92,6 +93,8 @@ pub(super) fn write_loop(
     let mut asked = Vec::new();
     let mut faulty = false;
     let mut running: Option<Running> = None;
+    // Empty whenever a checkpoint runs: applied before one starts.
+    let mut deferred = Deferred::default();
     // Set for good when acknowledged batches could not be applied to the file.
     let mut lost: Option<String> = None;
     while let Some(first) = queue.blocking_recv() {
@@ -113,7 +116,10 @@ pub(super) fn write_loop(
                 let journal_only = batch.iter().all(|op| matches!(op, WriteOp::Commit(..)));
                 let mode = match running.as_mut() {
                     Some(checkpoint) if journal_only => Mode::JournalOnly(&mut checkpoint.backlog),
+                    None if journal_only => Mode::JournalOnly(deferred.take(writer)),
                     _ => {
+                        // In order: what was acknowledged before goes into the file first.
+                        failed |= !deferred.apply(writer, &mut lost);
                         if let Some(checkpoint) = running.take() {
                             failed |= !wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
                         }
@@ -122,14 +128,19 @@ pub(super) fn write_loop(
                 };
                 failed |= !apply_batch(db, writer.hot, &mut journal, batch, mode);
             }
-            Queued::Tick => {}
+            // A reader that needs the file, the ticker, or a checkpoint's end.
+            Queued::Tick => failed |= !deferred.apply(writer, &mut lost),
             Queued::Checkpoint(reply) => asked.push(reply),
+        }
+        if deferred.due() {
+            failed |= !deferred.apply(writer, &mut lost);
         }
         let due = last_checkpoint.elapsed() >= writer.checkpoint_every
             || journal.frames_len() >= CHECKPOINT_BYTES;
         let mut outcome = Ok(());
         if !asked.is_empty() {
             // Asked for (a graceful shutdown): done here, and the journal left empty.
+            failed |= !deferred.apply(writer, &mut lost);
             if let Some(checkpoint) = running.take() {
                 failed |= !wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
             }
@@ -141,6 +152,8 @@ pub(super) fn write_loop(
             }
             last_checkpoint = Instant::now();
         } else if due && running.is_none() && journal.frames_len() > 0 {
+            // The checkpoint records that the file holds everything journaled so far.
+            failed |= !deferred.apply(writer, &mut lost);
             match start(writer, &mut journal, durable_epoch) {
                 Ok(checkpoint) => running = Some(checkpoint),
                 Err(e) => outcome = Err(e),
@@ -177,6 +190,7 @@ pub(super) fn write_loop(
     if let Some(checkpoint) = running.take() {
         wait_for(writer, checkpoint, &mut durable_epoch, &mut lost);
     }
+    deferred.apply(writer, &mut lost);
     // The store is closing: leave nothing for the next open to replay.
     if journal.frames_len() > 0
         && let Err(e) = checkpoint(db, &mut journal)
