@@ -198,7 +198,7 @@ fn catch_up(writer: &Writer<'_>, backlog: &[Vec<u8>], lost: &mut Option<String>)
 }
 
 fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
-    writer.hot.write().pinned = false;
+    writer.hot.write().unpin();
     writer.lag.send_modify(|lag| {
         lag.behind = false;
         lag.caught_up += 1;

@@ -105,6 +105,23 @@ impl Hot {
         self.records.get(task_id).map(|r| r.seq)
     }
 
+    /// Forgets the oldest finished tasks beyond [`RECENTLY_FINISHED`], unless pinned.
+    fn trim(&mut self) {
+        while !self.pinned && self.finished.len() > RECENTLY_FINISHED {
+            if let Some(task_id) = self.finished.pop_front() {
+                self.forget(&task_id);
+            }
+        }
+    }
+
+    /// The file has caught up: what finished meanwhile may be forgotten again. Here, not
+    /// at the next batch: under steady commits the next batch is deferred again, so the
+    /// cache is pinned whenever a batch is applied to it.
+    fn unpin(&mut self) {
+        self.pinned = false;
+        self.trim();
+    }
+
     fn apply(&mut self, changes: writer::Changes) {
         for (task_id, record) in changes.records {
             if record.task.status.state.is_terminal() {
@@ -119,11 +136,7 @@ impl Hot {
                 recent.pop_front();
             }
         }
-        while !self.pinned && self.finished.len() > RECENTLY_FINISHED {
-            if let Some(task_id) = self.finished.pop_front() {
-                self.forget(&task_id);
-            }
-        }
+        self.trim();
         for task_id in changes.deleted {
             self.forget(&task_id);
         }

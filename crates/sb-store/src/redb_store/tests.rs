@@ -327,6 +327,33 @@ async fn task_commits_reach_the_file_deferred_and_reads_of_it_see_them() {
     assert_eq!(store.list_all().await.unwrap().len(), 51);
 }
 
+/// Deferred commits pin the cache (it must keep what the file lacks); once the file has
+/// caught up, the cache forgets what is beyond its bound again, under steady commits
+/// too (it used to wait for a batch applied unpinned, which then never came).
+#[tokio::test]
+async fn the_cache_stays_bounded_under_deferred_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        RedbStore::open_checkpointing(&dir.path().join("s.redb"), Duration::from_secs(3600))
+            .unwrap();
+    let commits = (0..RECENTLY_FINISHED + 300).map(|n| {
+        let mut commit = crate::suite::new_commit(&format!("done-{n:05}"), 0, 1);
+        commit.record.task.status.state = sb_protocol::TaskState::Completed;
+        let store = &store;
+        async move { store.commit(commit).await }
+    });
+    for outcome in futures::future::join_all(commits).await {
+        outcome.unwrap();
+    }
+    // A read of the file has the deferred commits applied.
+    assert_eq!(
+        store.list_all().await.unwrap().len(),
+        RECENTLY_FINISHED + 300
+    );
+    let cached = store.hot.read().records.len();
+    assert!(cached <= RECENTLY_FINISHED, "{cached} tasks cached");
+}
+
 /// Frames a reopen of the store at `path`, open as `store`, would replay.
 fn pending(store: &RedbStore, path: &Path) -> usize {
     let epoch = super::tables::recorded_epoch(&*store.db);
