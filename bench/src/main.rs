@@ -213,6 +213,32 @@ async fn main() -> anyhow::Result<()> {
                     }
                 }
             }
+            let mut taking_turns = Vec::new();
+            for name in suite::INTERLEAVED
+                .iter()
+                .filter(|n| chosen.iter().any(|c| c == *n))
+            {
+                let topology = Topology {
+                    gateways: 1,
+                    fanouts: 1,
+                };
+                match setup.start(name, topology).await {
+                    Ok(server) => taking_turns.push(server),
+                    Err(e) => {
+                        let why = format!("did not start: {e}");
+                        let outcome = Outcome::skipped(suite::B1_INTERLEAVED, name, &why);
+                        println!("{}", outcome.line());
+                        results.push(outcome);
+                    }
+                }
+            }
+            if !taking_turns.is_empty() {
+                eprintln!("== B1 interleaved: {} servers", taking_turns.len());
+                suite::interleaved(&taking_turns, &plan, &mut results).await;
+            }
+            for server in taking_turns {
+                server.stop();
+            }
             if plan.scaling && !no_scaling && chosen.iter().any(|s| s == "split") {
                 suite::scaling(&setup, &plan, &mut results).await;
             }

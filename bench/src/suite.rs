@@ -1,5 +1,7 @@
-//! The whole run: every scenario against every server, one server at a time, then the
-//! scaling runs of the split deployment and `redis-benchmark` on its Redis.
+//! The whole run: every scenario against every server, one server at a time; then B1
+//! again with the single-process servers taking turns, for ratios the machine's drift
+//! does not skew; then the scaling runs of the split deployment and `redis-benchmark`
+//! on its Redis.
 
 use std::process::Command;
 use std::time::Duration;
@@ -22,6 +24,9 @@ pub struct Plan {
     pub scaling: bool,
     /// Most connections any scenario opens (its own figure, 256, is kept in its name).
     pub max_concurrency: usize,
+    /// Rounds of the interleaved B1, and each turn's measured time.
+    pub interleaved_rounds: usize,
+    pub interleaved_turn: Duration,
 }
 
 impl Plan {
@@ -40,6 +45,8 @@ impl Plan {
             redis_requests: 200_000,
             scaling: true,
             max_concurrency: usize::MAX,
+            interleaved_rounds: 5,
+            interleaved_turn: Duration::from_secs(4),
         }
     }
 
@@ -61,6 +68,8 @@ impl Plan {
             redis_requests: 2000,
             scaling: true,
             max_concurrency: 16,
+            interleaved_rounds: 1,
+            interleaved_turn: Duration::from_secs(1),
         }
     }
 }
@@ -159,6 +168,71 @@ pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outco
             scenarios::webhooks(&b6_paced, &load(server, plan, 16), Some(plan.webhook_rate)).await;
         report(outcome, results);
     }
+}
+
+/// The servers the interleaved B1 compares (the split deployment's seven processes are
+/// measured on their own).
+pub const INTERLEAVED: [&str; 4] = ["python", "js", "ceiling", "switchboard"];
+
+/// The interleaved B1's name: its figures are medians over rounds.
+pub const B1_INTERLEAVED: &str = "B1 c=32 interleaved";
+
+/// B1 at c=32 with every server running at once, each loaded in turn for a few seconds,
+/// round after round: each figure is the median of its rounds. On a shared machine the
+/// host's speed drifts over minutes (a server measured early and one measured late could
+/// differ by a fifth for that alone); servers taking turns see the same drift.
+pub async fn interleaved(servers: &[Server], plan: &Plan, results: &mut Vec<Outcome>) {
+    let mut rounds: Vec<Vec<Outcome>> = vec![Vec::new(); servers.len()];
+    for round in 1..=plan.interleaved_rounds {
+        for (server, outcomes) in servers.iter().zip(&mut rounds) {
+            let turn = Load {
+                duration: plan.interleaved_turn,
+                ..load(server, plan, 32)
+            };
+            let outcome = scenarios::unary(B1_INTERLEAVED, &turn, Unary::SendBlocking, None).await;
+            // Not a figure line (`name server=…`): a report made from the log keeps the
+            // medians only.
+            let shown = outcome.line().replacen(" server=", " on ", 1);
+            eprintln!("   round {round}: {shown}");
+            outcomes.push(outcome);
+        }
+    }
+    for (server, outcomes) in servers.iter().zip(rounds) {
+        report(median_of(&server.name, outcomes), results);
+    }
+}
+
+/// One outcome whose figures are the medians of `rounds` (errors summed), with the
+/// spread of its throughput.
+fn median_of(server: &str, rounds: Vec<Outcome>) -> Outcome {
+    if let Some(skipped) = rounds.iter().find(|o| o.skipped.is_some()) {
+        return skipped.clone();
+    }
+    let median = |mut values: Vec<f64>| -> Option<f64> {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    let of = |key: &str| median(rounds.iter().filter_map(|o| o.get(key)).collect());
+    let rps: Vec<f64> = rounds.iter().map(|o| o.rps).collect();
+    let mut outcome = Outcome {
+        name: B1_INTERLEAVED.to_owned(),
+        server: server.to_owned(),
+        rps: median(rps.clone()).unwrap_or_default(),
+        p50_ms: median(rounds.iter().filter_map(|o| o.p50_ms).collect()),
+        p99_ms: median(rounds.iter().filter_map(|o| o.p99_ms).collect()),
+        errors: rounds.iter().map(|o| o.errors).sum(),
+        ..Outcome::default()
+    };
+    if let Some(cpu) = of("cpu_us") {
+        outcome = outcome.with("cpu_us", cpu);
+    }
+    let (low, high) = rps
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), r| (l.min(*r), h.max(*r)));
+    outcome
+        .with("rounds", rounds.len() as f64)
+        .with("rps_min", low)
+        .with("rps_max", high)
 }
 
 /// B4 on a server started for it alone: what earlier scenarios left in its heap would
@@ -277,6 +351,41 @@ fn parse_redis_benchmark(text: &str) -> Vec<(String, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use crate::stats::Outcome;
+
+    fn round(rps: f64, cpu: f64) -> Outcome {
+        Outcome {
+            name: "x".into(),
+            server: "s".into(),
+            rps,
+            p50_ms: Some(rps / 100.0),
+            p99_ms: Some(rps / 10.0),
+            errors: 1,
+            ..Outcome::default()
+        }
+        .with("cpu_us", cpu)
+    }
+
+    #[test]
+    fn interleaved_rounds_give_their_medians() {
+        let rounds = vec![round(300.0, 9.0), round(100.0, 7.0), round(200.0, 8.0)];
+        let median = super::median_of("s", rounds);
+        assert_eq!(
+            (median.rps, median.p99_ms, median.errors),
+            (200.0, Some(20.0), 3)
+        );
+        assert_eq!(median.get("cpu_us"), Some(8.0));
+        assert_eq!(median.get("rps_min"), Some(100.0));
+        assert_eq!(median.get("rps_max"), Some(300.0));
+        assert_eq!(median.get("rounds"), Some(3.0));
+        assert_eq!(median.name, super::B1_INTERLEAVED);
+    }
+
+    #[test]
+    fn a_skipped_round_skips_the_median() {
+        let rounds = vec![round(1.0, 1.0), Outcome::skipped("x", "s", "down")];
+        assert!(super::median_of("s", rounds).skipped.is_some());
+    }
     #[test]
     fn reads_redis_benchmark_output() {
         let text = "SET: rps=0.0 (overall: nan) avg_msec=nan\rSET: 98765.43 requests per second, p50=0.255 msec\nGET: 123456.79 requests per second, p50=0.207 msec\n";
