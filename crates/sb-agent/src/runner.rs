@@ -92,33 +92,15 @@ impl TurnRunner for crate::AgentHost {
         _tasks: &dyn TaskService,
         new: NewTask,
     ) -> Result<(TaskRecord, TurnOver), A2AError> {
-        let (record, turn) = crate::AgentHost::start(self, new).await?;
-        Ok((record, turn_over_signal(turn)))
-    }
-
-    /// A task that the creation's commit already ended (the echo agent reports all it
-    /// does before that commit) is answered as stored: an ended task changes no more,
-    /// so neither the turn's end nor a read of the task is waited for.
-    async fn start_and_wait(
-        &self,
-        tasks: &dyn TaskService,
-        new: NewTask,
-        wait: Duration,
-    ) -> Result<TaskRecord, A2AError> {
-        let scope = new.scope.clone();
         let launched = crate::AgentHost::launch(self, new).await?;
-        if let Some(ended) = launched.first_round.filter(|r| r.state().is_terminal()) {
-            return Ok(*ended);
-        }
-        let task_id = &launched.submitted.task.id;
-        settle(
-            tasks,
-            &scope,
-            task_id,
-            turn_over_signal(launched.turn),
-            wait,
-        )
-        .await
+        // A task the creation's commit already ended (the echo agent reports all it does
+        // before that commit) changes no more: its turn is over as far as any waiter is
+        // concerned, and the task is at hand, so nobody waits for the run or reads it.
+        let turn = match launched.first_round.filter(|r| r.state().is_terminal()) {
+            Some(ended) => futures::future::ready(Some(ended)).boxed(),
+            None => turn_over_signal(launched.turn),
+        };
+        Ok((launched.submitted, turn))
     }
 }
 
