@@ -184,16 +184,17 @@ async fn main() -> anyhow::Result<()> {
             };
             let plan = if smoke { Plan::smoke() } else { Plan::full() };
             let mut results: Vec<Outcome> = Vec::new();
+            // Every server but the scaling runs' split deployment.
+            let topology = Topology {
+                gateways: 1,
+                fanouts: 1,
+            };
             for name in &chosen {
                 anyhow::ensure!(
                     servers::ALL.contains(&name.as_str()),
                     "unknown server {name} (expected some of {:?})",
                     servers::ALL
                 );
-                let topology = Topology {
-                    gateways: 1,
-                    fanouts: 1,
-                };
                 let started = async {
                     let server = setup.start(name, topology).await?;
                     eprintln!("== {name}: pids {:?}", server.pids);
@@ -218,10 +219,6 @@ async fn main() -> anyhow::Result<()> {
                 .iter()
                 .filter(|n| chosen.iter().any(|c| c == *n))
             {
-                let topology = Topology {
-                    gateways: 1,
-                    fanouts: 1,
-                };
                 match setup.start(name, topology).await {
                     Ok(server) => taking_turns.push(server),
                     Err(e) => {

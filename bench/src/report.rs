@@ -308,15 +308,10 @@ type Verdict = (String, String, Option<bool>);
 fn targets(results: &[Outcome], idle: &str) -> Vec<Verdict> {
     let sb = |name: &str, key: &str| figure(results, name, "switchboard", key);
     // The interleaved medians where the run has them (see `render`).
-    let b1 = if find(results, B1_INTERLEAVED, "switchboard").is_some() {
-        B1_INTERLEAVED
+    let (b1, basis) = if find(results, B1_INTERLEAVED, "switchboard").is_some() {
+        (B1_INTERLEAVED, " (interleaved)")
     } else {
-        "B1 c=32"
-    };
-    let basis = if b1 == B1_INTERLEAVED {
-        " (interleaved)"
-    } else {
-        ""
+        ("B1 c=32", "")
     };
     let ratio = |peer: &str| {
         let mine = sb(b1, "rps")?;

@@ -69,9 +69,7 @@ impl EventJson {
             })
             .clone()
     }
-}
 
-impl EventJson {
     /// The JSON, if it has been made.
     pub fn get(&self) -> Option<&std::sync::Arc<str>> {
         self.0.get()

@@ -89,9 +89,7 @@ pub(super) fn start(
     } else {
         journal.epoch()
     };
-    // Before any batch is acknowledged without the file.
-    writer.hot.write().pinned = true;
-    writer.lag.send_modify(|lag| lag.behind = true);
+    fall_behind(writer);
     if writer.checkpointer.ask.send(epoch).is_err() {
         finish_lag(writer, None);
         return Err(thread_stopped());
@@ -160,8 +158,7 @@ impl Deferred {
     pub(super) fn take(&mut self, writer: &Writer<'_>) -> &mut Vec<Vec<u8>> {
         if self.since.is_none() {
             self.since = Some(std::time::Instant::now());
-            writer.hot.write().pinned = true;
-            writer.lag.send_modify(|lag| lag.behind = true);
+            fall_behind(writer);
         }
         &mut self.backlog
     }
@@ -195,6 +192,13 @@ fn catch_up(writer: &Writer<'_>, backlog: &[Vec<u8>], lost: &mut Option<String>)
     }
     finish_lag(writer, lost.as_deref());
     applied.is_ok()
+}
+
+/// Before any batch is acknowledged without the file: the cache keeps every task, and
+/// reads that miss it wait for [`finish_lag`].
+fn fall_behind(writer: &Writer<'_>) {
+    writer.hot.write().pinned = true;
+    writer.lag.send_modify(|lag| lag.behind = true);
 }
 
 fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {

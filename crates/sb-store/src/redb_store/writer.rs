@@ -315,13 +315,14 @@ impl Reply {
 }
 
 /// One batch's writes: each goes into the journal frame and into the transaction, in
-/// the same order, through the same [`Tables::apply`] a replay uses. While a checkpoint
-/// holds the file, into the journal frame only.
+/// the same order, through the same [`Tables::apply`] a replay uses. A batch of task
+/// commits goes into the journal frame only, and reaches the file later (deferred, or
+/// when the running checkpoint ends).
 struct BatchWriter<'txn, 'j> {
     /// The transaction's tables; `None` for a journal-only batch.
     tables: Option<Tables<'txn>>,
-    /// What a journal-only batch reads: the file as the checkpoint found it (what was
-    /// journaled since is all in the cache, which forgets nothing meanwhile).
+    /// What a journal-only batch reads: the file as it stands (what was journaled since
+    /// it last caught up is all in the cache, which forgets nothing meanwhile).
     snapshot: Option<redb::ReadTransaction>,
     journal: &'j mut Journal,
 }
@@ -366,7 +367,8 @@ impl<'txn> BatchWriter<'txn, '_> {
 enum Mode<'r> {
     /// Journaled and applied to the file in one non-durable commit.
     Apply,
-    /// Journaled only, its payload kept here to be applied once the checkpoint ends.
+    /// Journaled only, its payload kept here to be applied later: with the deferred
+    /// batches, or once the running checkpoint ends.
     JournalOnly(&'r mut Vec<Vec<u8>>),
 }
 
