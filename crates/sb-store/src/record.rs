@@ -89,25 +89,42 @@ impl StoredEvent {
     /// else made here and kept there, so the streams and webhooks that send the event on
     /// do not serialise it again.
     pub fn to_stored_json(&self) -> serde_json::Result<Vec<u8>> {
-        use std::io::Write as _;
         let mut out = Vec::with_capacity(self.json.get().map_or(512, |j| j.len() + 128));
-        out.extend_from_slice(b"{\"task_id\":");
-        serde_json::to_writer(&mut out, &*self.task_id)?;
-        write!(out, ",\"seq\":{},\"event\":", self.seq).map_err(serde_json::Error::io)?;
+        self.write_stored_json(&mut out, true)?;
+        Ok(out)
+    }
+
+    /// Appends the stored form to `out`, without the task id when `with_task_id` is
+    /// false: for a store that keeps the id beside the event already (the embedded
+    /// store's key), and fills it in when reading.
+    pub(crate) fn write_stored_json(
+        &self,
+        out: &mut Vec<u8>,
+        with_task_id: bool,
+    ) -> serde_json::Result<()> {
+        use std::io::Write as _;
+        if with_task_id {
+            out.extend_from_slice(b"{\"task_id\":");
+            serde_json::to_writer(&mut *out, &*self.task_id)?;
+            out.push(b',');
+        } else {
+            out.push(b'{');
+        }
+        write!(out, "\"seq\":{},\"event\":", self.seq).map_err(serde_json::Error::io)?;
         match self.json.get() {
             Some(json) => out.extend_from_slice(json.as_bytes()),
             None => {
                 let start = out.len();
-                serde_json::to_writer(&mut out, &*self.event)?;
+                serde_json::to_writer(&mut *out, &*self.event)?;
                 self.json.keep(&out[start..]);
             }
         }
         if let Some(traceparent) = &self.traceparent {
             out.extend_from_slice(b",\"traceparent\":");
-            serde_json::to_writer(&mut out, traceparent)?;
+            serde_json::to_writer(&mut *out, traceparent)?;
         }
         out.push(b'}');
-        Ok(out)
+        Ok(())
     }
 }
 

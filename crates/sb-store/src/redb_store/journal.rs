@@ -49,6 +49,7 @@ pub(super) enum Entry<'a> {
         #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
+    /// A commit's events under its first sequence number ([`super::runs`]).
     PutEvent {
         task_id: &'a str,
         seq: u64,

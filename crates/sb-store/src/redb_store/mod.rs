@@ -14,6 +14,7 @@
 
 mod checkpoints;
 mod journal;
+mod runs;
 mod tables;
 mod writer;
 
@@ -29,6 +30,7 @@ use crate::record::*;
 use crate::traits::*;
 
 const TASKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tasks");
+/// A task's events by (task, first sequence number): one value per commit ([`runs`]).
 const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
 const PUSH: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("push_configs");
 const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letters");
@@ -420,18 +422,7 @@ impl TaskStore for RedbStore {
         let task_id = task_id.to_owned();
         self.read(move |txn| {
             let table = txn.open_table(EVENTS).map_err(StoreError::backend)?;
-            let Some(start) = after.checked_add(1) else {
-                return Ok(Vec::new());
-            };
-            let range = table
-                .range((task_id.as_str(), start)..=(task_id.as_str(), u64::MAX))
-                .map_err(StoreError::backend)?;
-            let mut out = Vec::new();
-            for entry in range.take(limit) {
-                let (_, bytes) = entry.map_err(StoreError::backend)?;
-                out.push(decode(bytes.value())?);
-            }
-            Ok(out)
+            runs::events_after(&table, &task_id, after, limit)
         })
         .await
     }

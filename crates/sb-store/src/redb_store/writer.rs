@@ -625,12 +625,12 @@ fn apply_commit(
         id: task_id,
         value: &record,
     })?;
-    for event in &commit.events {
-        let value = event.to_stored_json().map_err(StoreError::backend)?;
+    if let Some(first) = commit.events.first() {
+        let run = super::runs::encode(&commit.events)?;
         writer.write(Entry::PutEvent {
             task_id,
-            seq: event.seq,
-            value: &value,
+            seq: first.seq,
+            value: &run,
         })?;
     }
     Ok(Ok(()))
