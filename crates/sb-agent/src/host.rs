@@ -21,8 +21,9 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 pub(crate) struct Launched {
     /// The task as created: submitted, its first message in its history.
     pub(crate) submitted: TaskRecord,
-    /// The task as stored by the creation's commit, when that carried the agent's first
-    /// reports too.
+    /// The task as the creation's commit stored it, with the agent's first reports;
+    /// `None` when the task was created before its agent started (a task service that
+    /// cannot draft).
     pub(crate) first_round: Option<Box<TaskRecord>>,
     /// Resolves when the turn is over.
     pub(crate) turn: oneshot::Receiver<()>,
@@ -100,7 +101,7 @@ impl AgentHost {
         match created.await {
             Ok(Ok(first_round)) => Ok(Launched {
                 submitted: draft,
-                first_round,
+                first_round: Some(first_round),
                 turn,
             }),
             Ok(Err(err)) => {

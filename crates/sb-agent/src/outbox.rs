@@ -46,9 +46,9 @@ struct Creation {
     created: oneshot::Sender<Result<Created, A2AError>>,
 }
 
-/// A task's creation went through: with the agent's first reports (the task as they
-/// left it), or alone (`None`: the reports follow in commits of their own).
-pub(crate) type Created = Option<Box<TaskRecord>>;
+/// A task's creation went through: the task as its commit left it, with what the agent
+/// had reported by then (and had not been refused).
+pub(crate) type Created = Box<TaskRecord>;
 
 /// What became of an update offered to the queue.
 enum Offer {
@@ -255,42 +255,30 @@ impl Outbox {
         self.rounds.send_modify(|round| *round += 1);
     }
 
-    /// The first round of a task not stored yet: the task and the batch as one commit;
-    /// when an update is refused, the task alone, then the batch as [`Outbox::commit`]
-    /// does it. The task as stored, when someone waits for it here.
+    /// The first round of a task not stored yet: the task and the batch as one commit
+    /// (with the updates before a refused one, as [`Outbox::commit`] would apply them).
+    /// The task as stored, when someone waits for it here.
     async fn create(
         &self,
         creation: Box<Creation>,
         batch: Vec<TaskUpdate>,
     ) -> Result<Option<Task>, A2AError> {
         let Creation { draft, created } = *creation;
-        // The task as stored with the whole batch, or `None` when created alone. The
-        // draft is copied only when a refused update may need it again.
-        let stored = if batch.is_empty() {
-            self.tasks.create_with(draft, &[]).await.map(Some)
-        } else {
-            match self.tasks.create_with(draft.clone(), &batch).await {
-                Ok(record) => Ok(Some(record)),
-                Err(err) if err.kind == ErrorKind::Internal => Err(err),
-                Err(_refused_update) => self.tasks.create_with(draft, &[]).await.map(|_| None),
-            }
-        };
-        match stored {
+        match self.tasks.create_with(draft, batch).await {
             Err(err) => {
                 self.state.lock().never_created = true;
                 let _ = created.send(Err(err.clone()));
                 Err(err)
             }
-            Ok(Some(record)) => {
+            Ok((record, refused)) => {
                 // A waiter's update is queued after its registration, so one waiting for
                 // this round is counted by now.
                 let task = (self.state.lock().awaiting_task > 0).then(|| record.task.clone());
-                let _ = created.send(Ok(Some(Box::new(record))));
-                Ok(task)
-            }
-            Ok(None) => {
-                let _ = created.send(Ok(None));
-                self.commit(batch).await.map(Some)
+                let _ = created.send(Ok(Box::new(record)));
+                match refused {
+                    Some(err) => Err(err),
+                    None => Ok(task),
+                }
             }
         }
     }

@@ -56,16 +56,17 @@ pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     fn draft(&self, _new: NewTask) -> TaskResult<TaskRecord> {
         Err(A2AError::internal("this task service cannot draft tasks"))
     }
-    /// Creates a task from its [`TaskService::draft`] and applies `updates` after it,
-    /// as one atomic commit (all or nothing): one durable write for a task and its
-    /// agent's first reports. When the store fails, the draft's slot is freed; when one
-    /// of `updates` is refused, nothing is stored and the draft stays claimed, to be
-    /// created again with fewer updates.
+    /// Creates a task from its [`TaskService::draft`] with `updates` applied after it,
+    /// as one atomic commit: one durable write for a task and its agent's first
+    /// reports. When one of `updates` is refused, the task is created with those before
+    /// it, as if they had been applied one by one; the refusal is returned beside the
+    /// task as stored, and the updates after it are not applied. When the store fails,
+    /// nothing is stored and the draft's slot is freed.
     async fn create_with(
         &self,
         _draft: TaskRecord,
-        _updates: &[TaskUpdate],
-    ) -> TaskResult<TaskRecord> {
+        _updates: Vec<TaskUpdate>,
+    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
         Err(A2AError::internal("this task service cannot draft tasks"))
     }
     /// Returns the task if it exists and is visible in `scope`.
@@ -224,13 +225,14 @@ impl LocalTaskService {
         }
     }
 
-    /// Commits a new task (its slot already claimed, when counted here) with `updates`
-    /// applied after its creation, and publishes its events.
+    /// Commits a new task (its slot already claimed, when counted here) with as many of
+    /// `updates` applied after its creation as apply ([`TaskService::create_with`]), and
+    /// publishes its events.
     async fn commit_new(
         &self,
         mut record: TaskRecord,
-        updates: &[TaskUpdate],
-    ) -> TaskResult<TaskRecord> {
+        updates: Vec<TaskUpdate>,
+    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
         let mut events = Vec::with_capacity(1 + updates.len());
         events.push(StoredEvent {
             task_id: record.task.id.as_str().into(),
@@ -240,10 +242,16 @@ impl LocalTaskService {
             json: Default::default(),
         });
         let now = Utc::now();
+        let mut refused = None;
         for update in updates {
-            // A refused update keeps the slot: the caller may create the task again with
-            // fewer updates.
-            events.push(lifecycle::apply_in_place(&mut record, update.clone(), now)?);
+            // A refused update leaves the record as it was.
+            match lifecycle::apply_in_place(&mut record, update, now) {
+                Ok(event) => events.push(event),
+                Err(err) => {
+                    refused = Some(err);
+                    break;
+                }
+            }
         }
         let commit = TaskCommit {
             expected_seq: 0,
@@ -262,7 +270,7 @@ impl LocalTaskService {
                 other => store_error(other),
             });
         }
-        if !updates.is_empty() {
+        if events.len() > 1 {
             self.observe(&record);
         }
         for event in &events {
@@ -271,7 +279,7 @@ impl LocalTaskService {
         // Debug, not info: a line per task is an access log, which is what metrics and
         // traces are for; at a few thousand tasks a second it costs ~5% of the CPU.
         tracing::debug!(task_id = %record.task.id, agent = %record.agent, "task created");
-        Ok(record)
+        Ok((record, refused))
     }
 
     /// Fails every task that was submitted or working when the process stopped: its
@@ -337,7 +345,9 @@ impl TaskService for LocalTaskService {
     async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
         let record = submitted(new);
         self.claim_slot(&record)?;
-        self.commit_new(record, &[]).await
+        self.commit_new(record, Vec::new())
+            .await
+            .map(|(record, _)| record)
     }
 
     fn can_draft(&self) -> bool {
@@ -358,8 +368,8 @@ impl TaskService for LocalTaskService {
     async fn create_with(
         &self,
         draft: TaskRecord,
-        updates: &[TaskUpdate],
-    ) -> TaskResult<TaskRecord> {
+        updates: Vec<TaskUpdate>,
+    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
         self.commit_new(draft, updates).await
     }
 
@@ -729,16 +739,23 @@ mod tests {
             "but it holds its slot"
         );
 
-        // Refused (completed, then working): nothing stored, the slot still held.
-        let illegal = [status(TaskState::Completed), status(TaskState::Working)];
-        let refused = svc.create_with(draft.clone(), &illegal).await.unwrap_err();
+        let updates = vec![
+            status(TaskState::Working),
+            status(TaskState::Completed),
+            status(TaskState::Working),
+            status(TaskState::Failed),
+        ];
+        let (done, refused) = svc.create_with(draft, updates).await.unwrap();
+        // Created with the updates before the refused one (completed to working), the
+        // rest dropped: as if applied one by one.
+        let refused = refused.expect("working after completed is refused");
         assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
-        assert!(svc.get(&scope(), &id).await.is_err());
-        assert!(svc.draft(new.clone()).is_err());
-
-        let updates = [status(TaskState::Working), status(TaskState::Completed)];
-        let done = svc.create_with(draft, &updates).await.unwrap();
+        assert!(
+            refused.message.contains("completed to working"),
+            "{refused:?}"
+        );
         assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
+        assert_eq!(svc.get(&scope(), &id).await.unwrap(), done);
         let events = svc.events_after(&id, 0, 10).await.unwrap();
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 2, 3]);
