@@ -217,8 +217,8 @@ impl A2aService for GrpcGateway {
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
         self.run("SendMessage", request, |call, message| async move {
             let req: SendMessageRequest = convert::request(&message)?;
-            let result = ops::send(&call.state, &call.scope, req, Version::V1_0).await?;
-            reply(convert::response(&result)?)
+            let sent = ops::send(&call.state, &call.scope, req, Version::V1_0).await?;
+            reply(convert::response(&sent.response)?)
         })
         .await
     }

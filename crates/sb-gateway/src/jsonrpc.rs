@@ -158,8 +158,8 @@ async fn unary(
     match (op, version) {
         (Operation::SendMessage, _) => {
             let req = decode_send_raw(&params, wire)?;
-            let result = ops::send(state, scope, req, version).await?;
-            return Ok(wire.send_result_text(&result));
+            let sent = ops::send(state, scope, req, version).await?;
+            return Ok(wire.send_result_text(&sent.response, sent.task_json.as_deref()));
         }
         (Operation::GetTask, Version::V1_0) => {
             let req: GetTaskRequest = parse_params_raw(&params)?;

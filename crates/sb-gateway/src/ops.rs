@@ -144,6 +144,24 @@ async fn register_inline_push(
     state.push.create(scope, config, version).await.map(|_| ())
 }
 
+/// A SendMessage's result, and the task's 1.0 JSON when the store's is exactly the
+/// task answered: the reply is then made from it instead of serialising the task again.
+#[derive(Debug)]
+pub struct Sent {
+    pub response: SendMessageResponse,
+    pub task_json: Option<std::sync::Arc<str>>,
+}
+
+impl Sent {
+    fn task(record: TaskRecord, limit: Option<usize>) -> Sent {
+        let whole = limit.is_none_or(|limit| limit >= record.task.history.len());
+        Sent {
+            task_json: record.task_json().filter(|_| whole).cloned(),
+            response: SendMessageResponse::Task(record.task.with_history_limit(limit)),
+        }
+    }
+}
+
 /// SendMessage: non-blocking returns the task as created; blocking waits until the task
 /// is terminal or interrupted (spec §3.2.2), or until the agent's turn is over.
 pub async fn send(
@@ -151,29 +169,26 @@ pub async fn send(
     scope: &Scope,
     req: SendMessageRequest,
     version: Version,
-) -> Result<SendMessageResponse, A2AError> {
+) -> Result<Sent, A2AError> {
     let limit = history_limit(req.history_length());
     let wait = (!req.returns_immediately()).then_some(BLOCKING_WAIT);
     let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
         Started::Turn(record, turn) => (*record, turn),
-        Started::Settled(record) => {
-            return Ok(SendMessageResponse::Task(
-                record.task.with_history_limit(limit),
-            ));
+        Started::Settled(record) => return Ok(Sent::task(*record, limit)),
+        Started::Reply(message) => {
+            return Ok(Sent {
+                response: SendMessageResponse::Message(*message),
+                task_json: None,
+            });
         }
-        Started::Reply(message) => return Ok(SendMessageResponse::Message(*message)),
     };
     let Some(wait) = wait else {
-        return Ok(SendMessageResponse::Task(
-            record.task.with_history_limit(limit),
-        ));
+        return Ok(Sent::task(record, limit));
     };
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
     let now = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
-    Ok(SendMessageResponse::Task(
-        now.task.with_history_limit(limit),
-    ))
+    Ok(Sent::task(now, limit))
 }
 
 /// SendStreamingMessage: the task snapshot first, then its events until it ends or waits.

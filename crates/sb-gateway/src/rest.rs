@@ -165,8 +165,8 @@ async fn unary(
     match (route, method) {
         (Route::Send, Method::POST) => {
             let send = decode_send(body_json(req)?, wire)?;
-            let result = ops::send(state, scope, send, version).await?;
-            Ok(Some(wire.send_result(&result)))
+            let sent = ops::send(state, scope, send, version).await?;
+            Ok(Some(wire.send_result(&sent.response)))
         }
         (Route::List, Method::GET) if wire == Wire::V1 => {
             let list: ListTasksRequest = parse_params(query_json(req)?)?;

@@ -16,11 +16,44 @@ pub struct TaskRecord {
     /// The principal that created the task ("" when auth is off).
     pub owner: String,
     pub created_at: DateTime<Utc>,
+    /// The task's 1.0 JSON, when a store has written this very state: a blocking
+    /// SendMessage answers with it instead of serialising the task again.
+    #[serde(skip)]
+    pub task_json: TaskJson,
 }
 
 impl TaskRecord {
     pub fn state(&self) -> TaskState {
         self.task.status.state
+    }
+
+    /// The task's 1.0 JSON as its store wrote it, if made for this state (`seq`).
+    pub fn task_json(&self) -> Option<&std::sync::Arc<str>> {
+        self.task_json.get(self.seq)
+    }
+
+    /// The stored form (what `serde_json::to_vec(self)` gives), keeping the task's own
+    /// JSON in [`TaskRecord::task_json`] for whoever sends this record on.
+    pub fn to_stored_json(&self) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(b"{\"task\":");
+        match self.task_json() {
+            Some(json) => out.extend_from_slice(json.as_bytes()),
+            None => {
+                let start = out.len();
+                serde_json::to_writer(&mut out, &self.task)?;
+                self.task_json.keep(self.seq, &out[start..]);
+            }
+        }
+        use std::io::Write as _;
+        write!(out, ",\"seq\":{},\"agent\":", self.seq).map_err(serde_json::Error::io)?;
+        serde_json::to_writer(&mut out, &self.agent)?;
+        out.extend_from_slice(b",\"owner\":");
+        serde_json::to_writer(&mut out, &self.owner)?;
+        out.extend_from_slice(b",\"created_at\":");
+        serde_json::to_writer(&mut out, &self.created_at)?;
+        out.push(b'}');
+        Ok(out)
     }
 
     /// The timestamp ListTasks sorts and filters by.
@@ -125,6 +158,34 @@ impl StoredEvent {
         }
         out.push(b'}');
         Ok(())
+    }
+}
+
+/// A task's 1.0 JSON and the record `seq` it was made for, shared by the clones of a
+/// record: the caller that hands a record to the store keeps a clone, and sees what the
+/// store wrote. Answered only for that `seq` (every change of a task makes a new one),
+/// and reset by whoever changes the task. Never part of equality or of the stored form.
+#[derive(Clone, Debug, Default)]
+pub struct TaskJson(std::sync::Arc<std::sync::OnceLock<(u64, std::sync::Arc<str>)>>);
+
+impl TaskJson {
+    fn get(&self, seq: u64) -> Option<&std::sync::Arc<str>> {
+        self.0
+            .get()
+            .filter(|(made_for, _)| *made_for == seq)
+            .map(|(_, json)| json)
+    }
+
+    fn keep(&self, seq: u64, json: &[u8]) {
+        if let Ok(text) = std::str::from_utf8(json) {
+            let _ = self.0.set((seq, text.into()));
+        }
+    }
+}
+
+impl PartialEq for TaskJson {
+    fn eq(&self, _: &TaskJson) -> bool {
+        true
     }
 }
 
@@ -330,6 +391,43 @@ mod event_json_tests {
                 &event.json.render(&event.event)
             ));
         }
+    }
+
+    fn record() -> TaskRecord {
+        let task: Task = serde_json::from_value(serde_json::json!({
+            "id": "t-\"1\"",
+            "contextId": "c-1",
+            "status": {"state": "TASK_STATE_WORKING"},
+            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi \u{1}"}]}],
+        }))
+        .unwrap();
+        TaskRecord {
+            task,
+            seq: 3,
+            agent: "a\"b".into(),
+            owner: "o".into(),
+            created_at: chrono::Utc::now(),
+            task_json: TaskJson::default(),
+        }
+    }
+
+    #[test]
+    fn a_records_stored_json_is_the_serde_form_and_keeps_the_tasks_json() {
+        let record = record();
+        let copy = record.clone();
+        let stored = record.to_stored_json().unwrap();
+        assert_eq!(stored, serde_json::to_vec(&record).unwrap());
+        let json = copy.task_json().expect("shared with the clones").clone();
+        assert_eq!(&*json, serde_json::to_string(&record.task).unwrap());
+        // Made once: the next encoding uses it.
+        assert_eq!(record.to_stored_json().unwrap(), stored);
+        // Only for the state it was made for.
+        let moved_on = TaskRecord {
+            seq: 4,
+            ..record.clone()
+        };
+        assert!(moved_on.task_json().is_none());
+        assert!(!String::from_utf8(stored).unwrap().contains("task_json"));
     }
 
     #[test]

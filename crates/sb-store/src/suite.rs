@@ -47,6 +47,7 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
             agent: "a".into(),
             owner: String::new(),
             created_at: base,
+            task_json: Default::default(),
         },
         events: vec![StoredEvent {
             task_id: id.into(),

@@ -117,6 +117,8 @@ pub fn apply_in_place(
         }
     };
     next.seq += 1;
+    // A JSON made for the task before this change no longer describes it.
+    next.task_json = Default::default();
     Ok(StoredEvent {
         task_id: next.task.id.as_str().into(),
         seq: next.seq,
@@ -219,7 +221,29 @@ mod tests {
             agent: "a".into(),
             owner: String::new(),
             created_at: Utc::now(),
+            task_json: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_change_drops_the_json_made_for_the_state_before() {
+        let mut record = record(Working);
+        record.to_stored_json().unwrap();
+        let before = record.clone();
+        assert!(before.task_json().is_some());
+        let update = TaskUpdate::Status {
+            state: Completed,
+            message: None,
+        };
+        apply_in_place(&mut record, update, Utc::now()).unwrap();
+        assert!(record.task_json().is_none());
+        record.to_stored_json().unwrap();
+        let json = record.task_json().expect("made for the new state");
+        assert_eq!(&**json, serde_json::to_string(&record.task).unwrap());
+        assert!(
+            before.task_json().is_some(),
+            "the copy before keeps its own"
+        );
     }
 
     #[test]

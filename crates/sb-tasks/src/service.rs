@@ -337,6 +337,7 @@ fn submitted(new: NewTask) -> TaskRecord {
         agent: new.scope.agent,
         owner: new.scope.owner,
         created_at: now,
+        task_json: Default::default(),
     }
 }
 

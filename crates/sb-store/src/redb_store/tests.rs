@@ -506,3 +506,18 @@ async fn cached_push_configs_follow_every_change() {
     assert!(!store.hot.read().push.contains_key("cold"));
     assert_eq!(ids(store.list_push_configs("cold").await.unwrap()), ["c1"]);
 }
+
+#[tokio::test]
+async fn the_committer_keeps_the_tasks_json_and_the_cache_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    let commit = crate::suite::new_commit("t1", 0, 1);
+    let mine = commit.record.clone();
+    assert!(mine.task_json().is_none());
+    store.commit(commit).await.unwrap();
+    let json = mine.task_json().expect("the store wrote this very state");
+    assert_eq!(&**json, serde_json::to_string(&mine.task).unwrap());
+    let cached = store.get("t1").await.unwrap().unwrap();
+    assert_eq!(cached, mine);
+    assert!(cached.task_json().is_none(), "not kept per cached task");
+}

@@ -464,7 +464,12 @@ fn apply_op(
     Ok(match op {
         WriteOp::Commit(commit, tx) => match apply_commit(writer, hot, changes, &commit)? {
             Ok(()) => {
-                let TaskCommit { record, events, .. } = *commit;
+                let TaskCommit {
+                    mut record, events, ..
+                } = *commit;
+                // The committer's copy keeps the task's JSON for its reply; the cache,
+                // which may hold thousands of tasks, does not.
+                record.task_json = Default::default();
                 changes.records.insert(record.task.id.clone(), record);
                 changes.events.extend(events);
                 Reply::Unit(tx, Ok(()))
@@ -620,7 +625,10 @@ fn apply_commit(
             current_seq,
         }));
     }
-    let record = encode(&commit.record)?;
+    let record = commit
+        .record
+        .to_stored_json()
+        .map_err(StoreError::backend)?;
     writer.write(Entry::PutTask {
         id: task_id,
         value: &record,
