@@ -424,7 +424,7 @@ mod event_json_tests {
         // Only for the state it was made for.
         let moved_on = TaskRecord {
             seq: 4,
-            ..record.clone()
+            ..record
         };
         assert!(moved_on.task_json().is_none());
         assert!(!String::from_utf8(stored).unwrap().contains("task_json"));
