@@ -32,6 +32,34 @@ impl TaskRecord {
         self.task_json.get(self.seq)
     }
 
+    /// Reads the stored form, keeping the task's JSON as it came in
+    /// [`TaskRecord::task_json`]: a record passed on by another process (the internal
+    /// API) is answered with as it was written, not serialised again.
+    pub fn from_stored_json(bytes: &[u8]) -> serde_json::Result<TaskRecord> {
+        #[derive(Deserialize)]
+        struct Stored<'a> {
+            #[serde(borrow)]
+            task: &'a serde_json::value::RawValue,
+            seq: u64,
+            agent: String,
+            owner: String,
+            created_at: DateTime<Utc>,
+        }
+        let stored: Stored<'_> = serde_json::from_slice(bytes)?;
+        let record = TaskRecord {
+            task: serde_json::from_str(stored.task.get())?,
+            seq: stored.seq,
+            agent: stored.agent,
+            owner: stored.owner,
+            created_at: stored.created_at,
+            task_json: TaskJson::default(),
+        };
+        record
+            .task_json
+            .keep(record.seq, stored.task.get().as_bytes());
+        Ok(record)
+    }
+
     /// The stored form (what `serde_json::to_vec(self)` gives), keeping the task's own
     /// JSON in [`TaskRecord::task_json`] for whoever sends this record on.
     pub fn to_stored_json(&self) -> serde_json::Result<Vec<u8>> {
@@ -422,12 +450,18 @@ mod event_json_tests {
         // Made once: the next encoding uses it.
         assert_eq!(record.to_stored_json().unwrap(), stored);
         // Only for the state it was made for.
-        let moved_on = TaskRecord {
-            seq: 4,
-            ..record
-        };
+        let moved_on = TaskRecord { seq: 4, ..record };
         assert!(moved_on.task_json().is_none());
-        assert!(!String::from_utf8(stored).unwrap().contains("task_json"));
+        assert!(
+            !String::from_utf8(stored.clone())
+                .unwrap()
+                .contains("task_json")
+        );
+
+        let read = TaskRecord::from_stored_json(&stored).unwrap();
+        assert_eq!(read, serde_json::from_slice::<TaskRecord>(&stored).unwrap());
+        assert_eq!(read.task_json(), Some(&json), "kept as it came");
+        assert!(TaskRecord::from_stored_json(b"{\"task\":{}}").is_err());
     }
 
     #[test]

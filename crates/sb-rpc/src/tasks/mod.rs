@@ -31,16 +31,23 @@ pub(super) fn scope_from(scope: Option<pb::Scope>) -> Scope {
     }
 }
 
+/// A record's stored form, its task's JSON reused when the store made it already.
 pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
     pb::TaskRecord {
-        json: to_json(record),
+        json: record.to_stored_json().unwrap_or_else(|_| to_json(record)),
     }
 }
 
+/// A record as it came, its task's JSON kept for a reply made from it.
 pub(super) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, A2AError> {
     let record =
         record.ok_or_else(|| A2AError::internal("task record missing on the internal API"))?;
-    from_json(&record.json, "task record")
+    TaskRecord::from_stored_json(&record.json).map_err(|e| {
+        A2AError::new(
+            ErrorKind::InvalidParams,
+            format!("malformed task record on the internal API: {e}"),
+        )
+    })
 }
 
 pub(crate) fn event_pb(event: &StoredEvent) -> pb::TaskEvent {

@@ -163,6 +163,15 @@ impl Deferred {
         &mut self.backlog
     }
 
+    /// After a batch from [`Deferred::take`] was journaled and acknowledged: the file's
+    /// lag counts from the first one's acknowledgment, so a batch whose fsync was slow
+    /// (a busy disk) is not applied right after it for that.
+    pub(super) fn acknowledged(&mut self) {
+        if self.backlog.len() == 1 {
+            self.since = Some(std::time::Instant::now());
+        }
+    }
+
     pub(super) fn due(&self) -> bool {
         self.since.is_some_and(|since| since.elapsed() >= Self::FOR)
             || self.backlog.len() >= Self::MOST_BATCHES

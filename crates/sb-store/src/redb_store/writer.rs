@@ -114,6 +114,7 @@ pub(super) fn write_loop(
                 // by side, and the next ones are likely a fraction of an fsync away.
                 concurrent = batch.len() > 1;
                 let journal_only = batch.iter().all(|op| matches!(op, WriteOp::Commit(..)));
+                let deferring = journal_only && running.is_none();
                 let mode = match running.as_mut() {
                     Some(checkpoint) if journal_only => Mode::JournalOnly(&mut checkpoint.backlog),
                     None if journal_only => Mode::JournalOnly(deferred.take(writer)),
@@ -127,6 +128,9 @@ pub(super) fn write_loop(
                     }
                 };
                 failed |= !apply_batch(db, writer.hot, &mut journal, batch, mode);
+                if deferring {
+                    deferred.acknowledged();
+                }
             }
             // A reader that needs the file, the ticker, or a checkpoint's end.
             Queued::Tick => failed |= !deferred.apply(writer, &mut lost),

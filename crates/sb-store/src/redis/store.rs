@@ -10,8 +10,8 @@ use ::redis::{RedisError, Value};
 use async_trait::async_trait;
 
 use super::{
-    CONNECT_TIMEOUT, GLOBAL_STREAM_CAP, Keys, RESPONSE_TIMEOUT, backend_error, decode, encode,
-    open_client, probe, scripts,
+    CONNECT_TIMEOUT, GLOBAL_STREAM_CAP, Keys, RESPONSE_TIMEOUT, backend_error, decode, open_client,
+    probe, scripts,
 };
 use crate::record::*;
 use crate::traits::*;
@@ -148,7 +148,7 @@ impl TaskStore for RedisStore {
             .key(self.keys.open(&record.agent, &record.owner))
             .arg(commit.expected_seq)
             .arg(record.seq)
-            .arg(encode(record)?)
+            .arg(record.to_stored_json().map_err(StoreError::backend)?)
             .arg(task_id)
             .arg(record.status_time().timestamp_millis())
             .arg(record.created_at.timestamp_millis())
