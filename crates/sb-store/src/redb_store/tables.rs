@@ -90,15 +90,39 @@ pub(super) fn replay(
     checkpoint_with(db, journal, |txn| apply_all(txn, payloads))
 }
 
-/// Applies journaled payloads, in order, inside `txn`.
+/// Applies journaled payloads inside `txn`, as if in order.
+///
+/// When they only put tasks and events (task commits, the deferred batches), they go in
+/// key order instead, which leaves the same file: a key put twice keeps its last value
+/// (the sort is stable), and no put depends on another. Task ids grow with time, but
+/// tasks commit in whatever order their agents finish: in key order, a batch's tasks
+/// land at the end of each B-tree, where redb appends to its last leaf, instead of just
+/// before it, where it splits a leaf in two half-empty ones.
 fn apply_all(txn: &WriteTransaction, payloads: &[Vec<u8>]) -> StoreResult<()> {
     let mut tables = Tables::open(txn)?;
+    let mut all = Vec::new();
     for payload in payloads {
-        for entry in entries(payload)? {
-            tables.apply(&entry)?;
-        }
+        all.extend(entries(payload)?);
+    }
+    let puts_only = all
+        .iter()
+        .all(|e| matches!(e, Entry::PutTask { .. } | Entry::PutEvent { .. }));
+    if puts_only {
+        all.sort_by(|a, b| put_key(a).cmp(&put_key(b)));
+    }
+    for entry in &all {
+        tables.apply(entry)?;
     }
     Ok(())
+}
+
+/// Where a put goes: its table, then its key there.
+fn put_key<'e>(entry: &'e Entry<'_>) -> (u8, &'e str, u64) {
+    match *entry {
+        Entry::PutTask { id, .. } => (0, id, 0),
+        Entry::PutEvent { task_id, seq, .. } => (1, task_id, seq),
+        _ => (2, "", 0),
+    }
 }
 
 /// A durable commit recording `epoch` as the journal's oldest live one: everything
@@ -157,4 +181,88 @@ fn checkpoint_with(
     }
     txn.commit().map_err(StoreError::backend)?;
     journal.reset(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::ReadableDatabase;
+
+    use super::*;
+
+    fn payload(entries: &[Entry<'_>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for entry in entries {
+            out.extend(postcard::to_allocvec(entry).unwrap());
+        }
+        out
+    }
+
+    fn task_ids(db: &Database) -> Vec<(String, Vec<u8>)> {
+        let txn = db.begin_read().unwrap();
+        let table = txn.open_table(TASKS).unwrap();
+        let rows = table.iter().unwrap().map(|row| {
+            let (k, v) = row.unwrap();
+            (k.value().to_owned(), v.value().to_vec())
+        });
+        rows.collect()
+    }
+
+    #[test]
+    fn puts_in_key_order_leave_what_puts_in_order_leave() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("t.redb")).unwrap();
+        create_all(&db).unwrap();
+        let payloads = [
+            payload(&[
+                Entry::PutTask {
+                    id: "b",
+                    value: b"b1",
+                },
+                Entry::PutEvent {
+                    task_id: "b",
+                    seq: 1,
+                    value: b"e",
+                },
+            ]),
+            payload(&[Entry::PutTask {
+                id: "a",
+                value: b"a1",
+            }]),
+            payload(&[Entry::PutTask {
+                id: "b",
+                value: b"b2",
+            }]),
+        ];
+        apply_payloads(&db, &payloads).unwrap();
+        let rows = task_ids(&db);
+        assert_eq!(
+            rows,
+            [("a".into(), b"a1".to_vec()), ("b".into(), b"b2".to_vec())]
+        );
+    }
+
+    #[test]
+    fn anything_but_puts_goes_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("t.redb")).unwrap();
+        create_all(&db).unwrap();
+        let payloads = [
+            payload(&[Entry::PutTask {
+                id: "b",
+                value: b"b1",
+            }]),
+            payload(&[Entry::RemoveTask { id: "b" }]),
+            payload(&[Entry::PutTask {
+                id: "b",
+                value: b"b2",
+            }]),
+            payload(&[Entry::PutTask {
+                id: "a",
+                value: b"a1",
+            }]),
+            payload(&[Entry::RemoveTask { id: "a" }]),
+        ];
+        apply_payloads(&db, &payloads).unwrap();
+        assert_eq!(task_ids(&db), [("b".into(), b"b2".to_vec())]);
+    }
 }
