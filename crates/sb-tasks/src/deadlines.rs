@@ -1,8 +1,9 @@
 //! Lifecycle deadlines: a task waiting for input (or auth) too long is canceled, a task
 //! whose agent went silent is failed, and a finished task is evicted after its TTL.
 //!
-//! The keeper watches every committed event and keeps one timer per task in a heap. A
-//! timer remembers the sequence number it was set at; when it fires it acts only if the
+//! The keeper watches every committed event and keeps one timer per task: running
+//! tasks' in a heap, finished tasks' evictions in a queue (one TTL for all). A timer
+//! remembers the sequence number it was set at; when it fires it acts only if the
 //! task has not moved since, and through the state machine's conditional update, so a
 //! deadline racing a real transition never overwrites it. Timers use tokio's clock, so
 //! tests drive them with a paused clock.
@@ -57,24 +58,40 @@ enum Action {
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Timer {
     due: Instant,
-    task_id: String,
+    task_id: Arc<str>,
     seq: u64,
     action: Action,
 }
 
-/// One timer per task: the newest event's. The heap holds at most a couple of entries per
-/// task (an entry is re-armed lazily when its task's deadline moved later), so memory
-/// follows the number of live tasks, not the number of events.
+/// One timer per task: the newest event's. Running tasks' timers are in a heap, which
+/// holds at most a couple of entries per task (an entry is re-armed lazily when its
+/// task's deadline moved later), so memory follows the number of live tasks, not the
+/// number of events. Finished tasks, many more of them, wait for their eviction in a
+/// queue: one TTL for all, so they come due in the order they finished, and each costs
+/// one entry sharing its event's task id.
 #[derive(Debug, Default)]
 struct Timers {
-    latest: sb_store::IdMap<String, Timer>,
+    latest: sb_store::IdMap<Arc<str>, Timer>,
     /// The earliest due time each task has in the heap.
-    armed: sb_store::IdMap<String, Instant>,
-    heap: BinaryHeap<Reverse<(Instant, String)>>,
+    armed: sb_store::IdMap<Arc<str>, Instant>,
+    heap: BinaryHeap<Reverse<(Instant, Arc<str>)>>,
+    /// Evictions, earliest due first.
+    evictions: std::collections::VecDeque<Timer>,
 }
 
 impl Timers {
     fn set(&mut self, timer: Timer) {
+        if timer.action == Action::Evict {
+            // A finished task's running deadline is moot; its heap entry is skipped.
+            self.latest.remove(&timer.task_id);
+            self.armed.remove(&timer.task_id);
+            // In order but for tasks loaded at startup, which finished a while ago.
+            let at = self
+                .evictions
+                .partition_point(|queued| queued.due <= timer.due);
+            self.evictions.insert(at, timer);
+            return;
+        }
         let earlier = self
             .armed
             .get(&timer.task_id)
@@ -87,11 +104,19 @@ impl Timers {
     }
 
     fn next_due(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((due, _))| *due)
+        let running = self.heap.peek().map(|Reverse((due, _))| *due);
+        let eviction = self.evictions.front().map(|timer| timer.due);
+        match (running, eviction) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next timer due at `now`, if any.
     fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        if self.evictions.front().is_some_and(|timer| timer.due <= now) {
+            return self.evictions.pop_front();
+        }
         while let Some(Reverse((due, _))) = self.heap.peek() {
             if *due > now {
                 return None;
@@ -140,7 +165,7 @@ impl DeadlineKeeper {
         }
     }
 
-    fn timer_for(&self, task_id: &str, seq: u64, state: TaskState, since: Duration) -> Timer {
+    fn timer_for(&self, task_id: Arc<str>, seq: u64, state: TaskState, since: Duration) -> Timer {
         let (action, limit) = if state.is_terminal() {
             (Action::Evict, self.config.terminal_ttl)
         } else if state.is_interrupted() {
@@ -151,17 +176,31 @@ impl DeadlineKeeper {
         let due = Instant::now() + limit.saturating_sub(since);
         Timer {
             due,
-            task_id: task_id.to_owned(),
+            task_id,
             seq,
             action,
         }
+    }
+
+    /// Every stored task's timer, the evictions queued in order.
+    fn load(&self, records: &[TaskRecord]) -> Timers {
+        let mut loaded: Vec<Timer> = records.iter().map(|r| self.timer_for_record(r)).collect();
+        loaded.sort_by_key(|timer| timer.due);
+        let mut timers = Timers::default();
+        loaded.into_iter().for_each(|timer| timers.set(timer));
+        timers
     }
 
     fn timer_for_record(&self, record: &TaskRecord) -> Timer {
         let age = (Utc::now() - record.status_time())
             .to_std()
             .unwrap_or_default();
-        self.timer_for(&record.task.id, record.seq, record.state(), age)
+        self.timer_for(
+            record.task.id.as_str().into(),
+            record.seq,
+            record.state(),
+            age,
+        )
     }
 
     /// Runs until `shutdown`: loads every stored task's deadline, then follows the bus.
@@ -181,9 +220,7 @@ impl DeadlineKeeper {
         };
         let mut timers = Timers::default();
         match self.store.list_all().await {
-            Ok(records) => records
-                .iter()
-                .for_each(|r| timers.set(self.timer_for_record(r))),
+            Ok(records) => timers = self.load(&records),
             Err(e) => {
                 tracing::error!(error = %e, "cannot load task deadlines; only new events get them")
             }
@@ -220,8 +257,7 @@ impl DeadlineKeeper {
                                 // Timers of the missed events are lost: rebuild them from the store.
                                 tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
                                 if let Ok(records) = self.store.list_all().await {
-                                    timers = Timers::default();
-                                    records.iter().for_each(|r| timers.set(self.timer_for_record(r)));
+                                    timers = self.load(&records);
                                 }
                             }
                             Err(broadcast::error::RecvError::Closed) => return,
@@ -243,7 +279,7 @@ impl DeadlineKeeper {
             Some(state) => state,
             None => TaskState::Working,
         };
-        Some(self.timer_for(&event.task_id, event.seq, state, Duration::ZERO))
+        Some(self.timer_for(event.task_id.clone(), event.seq, state, Duration::ZERO))
     }
 
     async fn fire(&self, timer: Timer) {
@@ -395,10 +431,45 @@ mod tests {
     }
 
     #[test]
+    fn a_finished_task_waits_for_its_eviction_alone_and_in_order() {
+        let now = Instant::now();
+        let timer = |id: &str, due_secs: u64, action| Timer {
+            due: now + Duration::from_secs(due_secs),
+            task_id: id.into(),
+            seq: due_secs,
+            action,
+        };
+        let mut timers = Timers::default();
+        timers.set(timer("runs", 900, Action::FailStalled));
+        timers.set(timer("ends", 900, Action::FailStalled));
+        timers.set(timer("ends", 3600, Action::Evict));
+        timers.set(timer("ended-before", 1800, Action::Evict));
+        assert!(
+            timers.heap.len() == 2 && timers.latest.len() == 1,
+            "{timers:?}"
+        );
+        assert_eq!(timers.next_due(), Some(now + Duration::from_secs(900)));
+        let far = now + Duration::from_secs(100_000);
+        let fired: Vec<_> = std::iter::from_fn(|| timers.pop_due(far))
+            .map(|t| (t.task_id.to_string(), t.action))
+            .collect();
+        assert_eq!(
+            fired,
+            [
+                ("ended-before".to_owned(), Action::Evict),
+                ("ends".to_owned(), Action::Evict),
+                ("runs".to_owned(), Action::FailStalled),
+            ],
+            "evictions first (due before `far` they all are), the finished task's stall timer never"
+        );
+        assert_eq!(timers.next_due(), None);
+    }
+
+    #[test]
     fn one_timer_per_task_however_many_events() {
         let keeper_timer = |id: &str, seq: u64, due_secs: u64| Timer {
             due: Instant::now() + Duration::from_secs(due_secs),
-            task_id: id.to_owned(),
+            task_id: id.into(),
             seq,
             action: Action::FailStalled,
         };
