@@ -197,7 +197,20 @@ mod tests {
         out
     }
 
-    fn task_ids(db: &Database) -> Vec<(String, Vec<u8>)> {
+    fn put(id: &str, value: &'static [u8]) -> Vec<u8> {
+        payload(&[Entry::PutTask { id, value }])
+    }
+
+    fn remove(id: &str) -> Vec<u8> {
+        payload(&[Entry::RemoveTask { id }])
+    }
+
+    /// The tasks table after `payloads` are applied to a new file.
+    fn tasks_after(payloads: &[Vec<u8>]) -> Vec<(String, Vec<u8>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("t.redb")).unwrap();
+        create_all(&db).unwrap();
+        apply_payloads(&db, payloads).unwrap();
         let txn = db.begin_read().unwrap();
         let table = txn.open_table(TASKS).unwrap();
         let rows = table.iter().unwrap().map(|row| {
@@ -209,60 +222,33 @@ mod tests {
 
     #[test]
     fn puts_in_key_order_leave_what_puts_in_order_leave() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::create(dir.path().join("t.redb")).unwrap();
-        create_all(&db).unwrap();
-        let payloads = [
-            payload(&[
-                Entry::PutTask {
-                    id: "b",
-                    value: b"b1",
-                },
-                Entry::PutEvent {
-                    task_id: "b",
-                    seq: 1,
-                    value: b"e",
-                },
-            ]),
-            payload(&[Entry::PutTask {
-                id: "a",
-                value: b"a1",
-            }]),
-            payload(&[Entry::PutTask {
+        let task_and_event = [
+            Entry::PutTask {
                 id: "b",
-                value: b"b2",
-            }]),
+                value: b"b1",
+            },
+            Entry::PutEvent {
+                task_id: "b",
+                seq: 1,
+                value: b"e",
+            },
         ];
-        apply_payloads(&db, &payloads).unwrap();
-        let rows = task_ids(&db);
+        let payloads = [payload(&task_and_event), put("a", b"a1"), put("b", b"b2")];
         assert_eq!(
-            rows,
+            tasks_after(&payloads),
             [("a".into(), b"a1".to_vec()), ("b".into(), b"b2".to_vec())]
         );
     }
 
     #[test]
     fn anything_but_puts_goes_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::create(dir.path().join("t.redb")).unwrap();
-        create_all(&db).unwrap();
         let payloads = [
-            payload(&[Entry::PutTask {
-                id: "b",
-                value: b"b1",
-            }]),
-            payload(&[Entry::RemoveTask { id: "b" }]),
-            payload(&[Entry::PutTask {
-                id: "b",
-                value: b"b2",
-            }]),
-            payload(&[Entry::PutTask {
-                id: "a",
-                value: b"a1",
-            }]),
-            payload(&[Entry::RemoveTask { id: "a" }]),
+            put("b", b"b1"),
+            remove("b"),
+            put("b", b"b2"),
+            put("a", b"a1"),
+            remove("a"),
         ];
-        apply_payloads(&db, &payloads).unwrap();
-        assert_eq!(task_ids(&db), [("b".into(), b"b2".to_vec())]);
+        assert_eq!(tasks_after(&payloads), [("b".into(), b"b2".to_vec())]);
     }
 }
