@@ -24,7 +24,7 @@ pub(crate) struct Launched {
     /// The task as the creation's commit stored it, with the agent's first reports;
     /// `None` when the task was created before its agent started (a task service that
     /// cannot draft).
-    pub(crate) first_round: Option<Box<TaskRecord>>,
+    pub(crate) first_round: Option<Arc<TaskRecord>>,
     /// Resolves when the turn is over.
     pub(crate) turn: oneshot::Receiver<()>,
 }
@@ -313,7 +313,9 @@ mod tests {
         assert_eq!((done.seq, done.state()), (4, TaskState::Completed));
         assert_eq!(done.task.artifacts[0].parts[0].as_text(), Some("hi"));
         assert_eq!(store.gets.load(Ordering::SeqCst), 0, "nothing read back");
-        assert_eq!(tasks.get(&scope(), &done.task.id).await.unwrap(), done);
+        let committed = store.last_committed.lock().clone().unwrap();
+        assert!(Arc::ptr_eq(&done, &committed), "the record committed, not a copy");
+        assert_eq!(tasks.get(&scope(), &done.task.id).await.unwrap(), *done);
     }
 
     #[tokio::test]

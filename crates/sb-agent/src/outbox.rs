@@ -48,7 +48,7 @@ struct Creation {
 
 /// A task's creation went through: the task as its commit left it, with what the agent
 /// had reported by then (and had not been refused).
-pub(crate) type Created = Box<TaskRecord>;
+pub(crate) type Created = Arc<TaskRecord>;
 
 /// What became of an update offered to the queue.
 enum Offer {
@@ -274,7 +274,7 @@ impl Outbox {
                 // A waiter's update is queued after its registration, so one waiting for
                 // this round is counted by now.
                 let task = (self.state.lock().awaiting_task > 0).then(|| record.task.clone());
-                let _ = created.send(Ok(Box::new(record)));
+                let _ = created.send(Ok(record));
                 match refused {
                     Some(err) => Err(err),
                     None => Ok(task),

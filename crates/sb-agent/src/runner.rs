@@ -1,6 +1,7 @@
 //! How the edge starts agent turns without knowing where agents run: in this process
 //! ([`crate::AgentHost`]) or on remote workers behind the task-state service.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,7 +14,7 @@ use sb_tasks::{NewTask, TaskService};
 /// Resolves when an agent's turn is over or its task has ended, whichever comes first
 /// (or once that can no longer be known), with the task as it then stood when the runner
 /// has it at hand (`None`: read it from the task service).
-pub type TurnOver = BoxFuture<'static, Option<Box<TaskRecord>>>;
+pub type TurnOver = BoxFuture<'static, Option<Arc<TaskRecord>>>;
 
 #[async_trait]
 pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
@@ -47,7 +48,7 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
         tasks: &dyn TaskService,
         new: NewTask,
         wait: Duration,
-    ) -> Result<TaskRecord, A2AError> {
+    ) -> Result<Arc<TaskRecord>, A2AError> {
         let scope = new.scope.clone();
         let (record, turn) = self.start(tasks, new).await?;
         settle(tasks, &scope, &record.task.id, turn, wait).await
@@ -62,10 +63,10 @@ pub async fn settle(
     task_id: &str,
     turn: TurnOver,
     wait: Duration,
-) -> Result<TaskRecord, A2AError> {
+) -> Result<Arc<TaskRecord>, A2AError> {
     match tokio::time::timeout(wait, turn).await {
-        Ok(Some(settled)) => Ok(*settled),
-        _ => tasks.get(scope, task_id).await,
+        Ok(Some(settled)) => Ok(settled),
+        _ => tasks.get(scope, task_id).await.map(Arc::new),
     }
 }
 

@@ -12,6 +12,8 @@ pub(crate) struct CountingStore {
     pub(crate) commits: AtomicUsize,
     pub(crate) gets: AtomicUsize,
     pub(crate) failing: AtomicBool,
+    /// The record of the last commit, as handed to the store.
+    pub(crate) last_committed: parking_lot::Mutex<Option<std::sync::Arc<TaskRecord>>>,
 }
 
 #[async_trait]
@@ -25,6 +27,7 @@ impl TaskStore for CountingStore {
             return Err(StoreError::backend("the disk is on fire"));
         }
         self.commits.fetch_add(1, Ordering::SeqCst);
+        *self.last_committed.lock() = Some(commit.record.clone());
         self.inner.commit(commit).await
     }
     async fn events_after(&self, id: &str, after: u64, n: usize) -> StoreResult<Vec<StoredEvent>> {

@@ -218,7 +218,7 @@ impl A2aService for GrpcGateway {
         self.run("SendMessage", request, |call, message| async move {
             let req: SendMessageRequest = convert::request(&message)?;
             let sent = ops::send(&call.state, &call.scope, req, Version::V1_0).await?;
-            reply(convert::response(&sent.response)?)
+            reply(convert::response(&sent.into_response())?)
         })
         .await
     }

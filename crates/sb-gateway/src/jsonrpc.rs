@@ -159,7 +159,13 @@ async fn unary(
         (Operation::SendMessage, _) => {
             let req = decode_send_raw(&params, wire)?;
             let sent = ops::send(state, scope, req, version).await?;
-            return Ok(wire.send_result_text(&sent.response, sent.task_json.as_deref()));
+            if let Some(text) = sent
+                .task_json()
+                .and_then(|json| wire.task_result_text(json))
+            {
+                return Ok(text);
+            }
+            return Ok(wire.send_result_text(&sent.into_response()));
         }
         (Operation::GetTask, Version::V1_0) => {
             let req: GetTaskRequest = parse_params_raw(&params)?;

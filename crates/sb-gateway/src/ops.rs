@@ -1,6 +1,7 @@
 //! The A2A operations, independent of binding and version: every binding decodes its
 //! request into these calls and encodes what they return.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -34,7 +35,7 @@ const BLOCKING_WAIT: Duration = Duration::from_secs(600);
 enum Started {
     Turn(Box<TaskRecord>, TurnOver),
     /// A new task whose first turn was waited for (`wait`): the task as it left it.
-    Settled(Box<TaskRecord>),
+    Settled(Arc<TaskRecord>),
     Reply(Box<Message>),
 }
 
@@ -108,7 +109,7 @@ async fn start_turn(
                 .runner
                 .start_and_wait(&*state.tasks, new, wait)
                 .await?;
-            return Ok(Started::Settled(Box::new(settled)));
+            return Ok(Started::Settled(settled));
         }
         let (record, turn) = state.runner.start(&*state.tasks, new).await?;
         return Ok(Started::Turn(Box::new(record), turn));
@@ -144,20 +145,40 @@ async fn register_inline_push(
     state.push.create(scope, config, version).await.map(|_| ())
 }
 
-/// A SendMessage's result, and the task's 1.0 JSON when the store's is exactly the
-/// task answered: the reply is then made from it instead of serialising the task again.
+/// A SendMessage's result. A task is kept as the runner handed it over, often shared
+/// with the store's cache: a JSON-RPC 1.0 reply is made from the task's JSON as the store
+/// wrote it, when that is exactly the task answered ([`Sent::task_json`]), with no copy
+/// of the task and no serialisation.
 #[derive(Debug)]
-pub struct Sent {
-    pub response: SendMessageResponse,
-    pub task_json: Option<std::sync::Arc<str>>,
+pub enum Sent {
+    Task {
+        record: Arc<TaskRecord>,
+        /// The history length asked for.
+        limit: Option<usize>,
+    },
+    Message(Message),
 }
 
 impl Sent {
-    fn task(record: TaskRecord, limit: Option<usize>) -> Sent {
-        let whole = limit.is_none_or(|limit| limit >= record.task.history.len());
-        Sent {
-            task_json: record.task_json().filter(|_| whole).cloned(),
-            response: SendMessageResponse::Task(record.task.with_history_limit(limit)),
+    /// The task's 1.0 JSON, when the store's is exactly the task answered (nothing cut
+    /// from its history).
+    pub fn task_json(&self) -> Option<&Arc<str>> {
+        match self {
+            Sent::Task { record, limit } => {
+                let whole = limit.is_none_or(|limit| limit >= record.task.history.len());
+                record.task_json().filter(|_| whole)
+            }
+            Sent::Message(_) => None,
+        }
+    }
+
+    /// The result as its protocol type (copying a task the cache shares).
+    pub fn into_response(self) -> SendMessageResponse {
+        match self {
+            Sent::Task { record, limit } => SendMessageResponse::Task(
+                Arc::unwrap_or_clone(record).task.with_history_limit(limit),
+            ),
+            Sent::Message(message) => SendMessageResponse::Message(message),
         }
     }
 }
@@ -174,21 +195,17 @@ pub async fn send(
     let wait = (!req.returns_immediately()).then_some(BLOCKING_WAIT);
     let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
         Started::Turn(record, turn) => (*record, turn),
-        Started::Settled(record) => return Ok(Sent::task(*record, limit)),
-        Started::Reply(message) => {
-            return Ok(Sent {
-                response: SendMessageResponse::Message(*message),
-                task_json: None,
-            });
-        }
+        Started::Settled(record) => return Ok(Sent::Task { record, limit }),
+        Started::Reply(message) => return Ok(Sent::Message(*message)),
     };
     let Some(wait) = wait else {
-        return Ok(Sent::task(record, limit));
+        let record = Arc::new(record);
+        return Ok(Sent::Task { record, limit });
     };
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
-    let now = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
-    Ok(Sent::task(now, limit))
+    let record = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
+    Ok(Sent::Task { record, limit })
 }
 
 /// SendStreamingMessage: the task snapshot first, then its events until it ends or waits.
@@ -214,7 +231,8 @@ pub async fn send_streaming(
         Started::Settled(record) => {
             let limit = history_limit(req.history_length());
             let seq = record.seq;
-            let event = StreamResponse::Task(record.task.with_history_limit(limit));
+            let task = Arc::unwrap_or_clone(record).task;
+            let event = StreamResponse::Task(task.with_history_limit(limit));
             Ok(single_frame(seq, event))
         }
         Started::Reply(message) => Ok(single_frame(0, StreamResponse::Message(*message))),

@@ -166,7 +166,7 @@ async fn unary(
         (Route::Send, Method::POST) => {
             let send = decode_send(body_json(req)?, wire)?;
             let sent = ops::send(state, scope, send, version).await?;
-            Ok(Some(wire.send_result(&sent.response)))
+            Ok(Some(wire.send_result(&sent.into_response())))
         }
         (Route::List, Method::GET) if wire == Wire::V1 => {
             let list: ListTasksRequest = parse_params(query_json(req)?)?;

@@ -58,14 +58,20 @@ impl Wire {
     }
 
     /// [`Wire::send_result`] as JSON text; 1.0 serialises straight from the type, with no
-    /// `Value` tree in between (the hot path: every SendMessage reply), or takes the
-    /// task's JSON as given (`task_json`: exactly the task `result` holds, as the store
-    /// wrote it).
-    pub fn send_result_text(self, result: &SendMessageResponse, task_json: Option<&str>) -> String {
-        match (self, result, task_json) {
-            (Wire::V1, SendMessageResponse::Task(_), Some(json)) => format!(r#"{{"task":{json}}}"#),
-            (Wire::V1, _, _) => serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned()),
-            (Wire::V03(_), _, _) => self.send_result(result).to_string(),
+    /// `Value` tree in between (the hot path: every SendMessage reply).
+    pub fn send_result_text(self, result: &SendMessageResponse) -> String {
+        match self {
+            Wire::V1 => serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned()),
+            Wire::V03(_) => self.send_result(result).to_string(),
+        }
+    }
+
+    /// The SendMessage result that is a task whose 1.0 JSON is at hand, in 1.0 (`None`
+    /// in 0.3, whose shape differs): no serialisation.
+    pub fn task_result_text(self, task_json: &str) -> Option<String> {
+        match self {
+            Wire::V1 => Some(format!(r#"{{"task":{task_json}}}"#)),
+            Wire::V03(_) => None,
         }
     }
 
@@ -226,11 +232,13 @@ mod tests {
                 SendMessageResponse::Task(task.clone()),
                 SendMessageResponse::Message(message.clone()),
             ] {
-                let text = wire.send_result_text(&result, None);
+                let text = wire.send_result_text(&result);
                 assert_eq!(text, wire.send_result(&result).to_string(), "{wire:?}");
-                // With the store's JSON of the task: the same reply.
-                let task_json = serde_json::to_string(&task).unwrap();
-                let text = wire.send_result_text(&result, Some(&task_json));
+            }
+            // From the store's JSON of the task: the same reply, where there is one.
+            let task_json = serde_json::to_string(&task).unwrap();
+            if let Some(text) = wire.task_result_text(&task_json) {
+                let result = SendMessageResponse::Task(task.clone());
                 assert_eq!(text, wire.send_result(&result).to_string(), "{wire:?}");
             }
         }

@@ -49,7 +49,9 @@ impl TaskStore for MemoryStore {
             .entry(task_id.clone())
             .or_default()
             .extend(commit.events);
-        state.tasks.insert(task_id, commit.record);
+        state
+            .tasks
+            .insert(task_id, std::sync::Arc::unwrap_or_clone(commit.record));
         Ok(())
     }
 

@@ -60,8 +60,10 @@ impl TaskRecord {
         Ok(record)
     }
 
-    /// The stored form (what `serde_json::to_vec(self)` gives), keeping the task's own
-    /// JSON in [`TaskRecord::task_json`] for whoever sends this record on.
+    /// The stored form (what `serde_json::to_vec(self)` gives). A task in a state a turn
+    /// ends in (finished or waiting), which a blocking SendMessage answers with, keeps
+    /// its JSON in [`TaskRecord::task_json`] for whoever sends this record on; a running
+    /// task's many updates (a streaming agent's) do not pay for a copy nobody reads.
     pub fn to_stored_json(&self) -> serde_json::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(b"{\"task\":");
@@ -70,7 +72,10 @@ impl TaskRecord {
             None => {
                 let start = out.len();
                 serde_json::to_writer(&mut out, &self.task)?;
-                self.task_json.keep(self.seq, &out[start..]);
+                let state = self.state();
+                if state.is_terminal() || state.is_interrupted() {
+                    self.task_json.keep(self.seq, &out[start..]);
+                }
             }
         }
         use std::io::Write as _;
@@ -228,7 +233,9 @@ impl PartialEq for EventJson {
 #[derive(Clone, Debug)]
 pub struct TaskCommit {
     pub expected_seq: u64,
-    pub record: TaskRecord,
+    /// Shared, not copied: the committer keeps it (its reply, made from it), and the
+    /// store's cache too.
+    pub record: std::sync::Arc<TaskRecord>,
     pub events: Vec<StoredEvent>,
     /// Creates only: refuse with [`crate::StoreError::LimitReached`] when the principal
     /// already has this many unfinished tasks for the agent. Enforced by the backends
@@ -425,7 +432,7 @@ mod event_json_tests {
         let task: Task = serde_json::from_value(serde_json::json!({
             "id": "t-\"1\"",
             "contextId": "c-1",
-            "status": {"state": "TASK_STATE_WORKING"},
+            "status": {"state": "TASK_STATE_COMPLETED"},
             "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi \u{1}"}]}],
         }))
         .unwrap();
@@ -452,6 +459,12 @@ mod event_json_tests {
         // Only for the state it was made for.
         let moved_on = TaskRecord { seq: 4, ..record };
         assert!(moved_on.task_json().is_none());
+        // A running task's is not kept: its updates are never sent on whole.
+        let mut running = copy;
+        running.task_json = TaskJson::default();
+        running.task.status.state = TaskState::Working;
+        assert_eq!(running.to_stored_json().unwrap().len(), stored.len() - 2);
+        assert!(running.task_json().is_none());
         assert!(
             !String::from_utf8(stored.clone())
                 .unwrap()

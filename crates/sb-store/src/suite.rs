@@ -48,7 +48,8 @@ pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {
             owner: String::new(),
             created_at: base,
             task_json: Default::default(),
-        },
+        }
+        .into(),
         events: vec![StoredEvent {
             task_id: id.into(),
             seq,
@@ -121,18 +122,21 @@ pub async fn concurrent_writers_never_both_win(store: std::sync::Arc<dyn TaskSto
 pub async fn list_filters_and_pages(store: &dyn TaskStore) {
     for (i, id) in ["l1", "l2", "l3"].iter().enumerate() {
         let mut c = new_commit(id, 0, 1);
-        c.record.task.status.timestamp = Some(
+        std::sync::Arc::make_mut(&mut c.record)
+            .task
+            .status
+            .timestamp = Some(
             Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, i as u32)
                 .single()
                 .unwrap(),
         );
         if *id == "l2" {
-            c.record.task.context_id = "other".into();
+            std::sync::Arc::make_mut(&mut c.record).task.context_id = "other".into();
         }
         store.commit(c).await.unwrap();
     }
     let mut foreign = new_commit("l4", 0, 1);
-    foreign.record.owner = "someone-else".into();
+    std::sync::Arc::make_mut(&mut foreign.record).owner = "someone-else".into();
     store.commit(foreign).await.unwrap();
 
     let mut q = TaskQuery {

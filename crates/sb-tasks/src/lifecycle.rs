@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_change_drops_the_json_made_for_the_state_before() {
-        let mut record = record(Working);
+        let mut record = record(InputRequired);
         record.to_stored_json().unwrap();
         let before = record.clone();
         assert!(before.task_json().is_some());

@@ -66,7 +66,7 @@ pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
         &self,
         _draft: TaskRecord,
         _updates: Vec<TaskUpdate>,
-    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
+    ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
         Err(A2AError::internal("this task service cannot draft tasks"))
     }
     /// Returns the task if it exists and is visible in `scope`.
@@ -182,6 +182,7 @@ impl LocalTaskService {
             for update in updates {
                 events.push(lifecycle::apply_in_place(&mut next, update, now)?);
             }
+            let next = Arc::new(next);
             let commit = TaskCommit {
                 expected_seq,
                 record: next.clone(),
@@ -194,7 +195,7 @@ impl LocalTaskService {
                     for event in &events {
                         self.bus.publish(event);
                     }
-                    return Ok(next);
+                    return Ok(Arc::unwrap_or_clone(next));
                 }
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(other) => return Err(store_error(other)),
@@ -232,7 +233,7 @@ impl LocalTaskService {
         &self,
         mut record: TaskRecord,
         updates: Vec<TaskUpdate>,
-    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
+    ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
         let mut events = Vec::with_capacity(1 + updates.len());
         events.push(StoredEvent {
             task_id: record.task.id.as_str().into(),
@@ -253,6 +254,7 @@ impl LocalTaskService {
                 }
             }
         }
+        let record = Arc::new(record);
         let commit = TaskCommit {
             expected_seq: 0,
             record: record.clone(),
@@ -348,7 +350,7 @@ impl TaskService for LocalTaskService {
         self.claim_slot(&record)?;
         self.commit_new(record, Vec::new())
             .await
-            .map(|(record, _)| record)
+            .map(|(record, _)| Arc::unwrap_or_clone(record))
     }
 
     fn can_draft(&self) -> bool {
@@ -370,7 +372,7 @@ impl TaskService for LocalTaskService {
         &self,
         draft: TaskRecord,
         updates: Vec<TaskUpdate>,
-    ) -> TaskResult<(TaskRecord, Option<A2AError>)> {
+    ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
         self.commit_new(draft, updates).await
     }
 
@@ -756,7 +758,7 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!((done.seq, done.state()), (3, TaskState::Completed));
-        assert_eq!(svc.get(&scope(), &id).await.unwrap(), done);
+        assert_eq!(svc.get(&scope(), &id).await.unwrap(), *done);
         let events = svc.events_after(&id, 0, 10).await.unwrap();
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 2, 3]);

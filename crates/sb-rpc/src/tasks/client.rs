@@ -310,7 +310,7 @@ impl TurnRunner for TaskStateClient {
         _tasks: &dyn TaskService,
         new: NewTask,
         wait: Duration,
-    ) -> Result<TaskRecord, A2AError> {
+    ) -> Result<Arc<TaskRecord>, A2AError> {
         let mut request = create_request(&new);
         request.wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
         let progress = self
@@ -323,7 +323,7 @@ impl TurnRunner for TaskStateClient {
         let over = progress.message().await;
         progress.finish().await;
         match over {
-            Ok(Some(pb::TurnProgress { over: true, record })) => record_from(record),
+            Ok(Some(pb::TurnProgress { over: true, record })) => record_from(record).map(Arc::new),
             Ok(_) => Err(A2AError::internal(
                 "the task-state service did not report the task after its turn",
             )
@@ -386,10 +386,10 @@ impl Progress {
         }
     }
 
-    async fn end(mut self) -> Option<Box<TaskRecord>> {
+    async fn end(mut self) -> Option<Arc<TaskRecord>> {
         let over = match self.message().await {
             Ok(Some(pb::TurnProgress { over: true, record })) => {
-                record_from(record).ok().map(Box::new)
+                record_from(record).ok().map(Arc::new)
             }
             _ => None,
         };

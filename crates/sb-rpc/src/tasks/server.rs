@@ -255,7 +255,7 @@ impl pb::task_state_server::TaskState for TaskStateServer {
                 let record = sb_agent::settle(&*tasks, &scope, &task_id, turn, wait).await;
                 Ok(pb::TurnProgress {
                     over: true,
-                    record: record.ok().as_ref().map(record_pb),
+                    record: record.ok().map(|r| record_pb(&r)),
                 })
             };
             Ok(futures::stream::once(settled).boxed())
@@ -286,13 +286,14 @@ impl TaskStateServer {
             // A lost signal (the replica running the turn went away) still ends the wait:
             // the caller then answers with the task as it is.
             let record = match turn.await {
-                Some(record) => Some(*record),
-                None => tasks.get(&scope, &task_id).await.ok(),
+                Some(record) => Some(record_pb(&record)),
+                None => tasks
+                    .get(&scope, &task_id)
+                    .await
+                    .ok()
+                    .map(|r| record_pb(&r)),
             };
-            Ok(pb::TurnProgress {
-                over: true,
-                record: record.as_ref().map(record_pb),
-            })
+            Ok(pb::TurnProgress { over: true, record })
         });
         queued.chain(over).boxed()
     }

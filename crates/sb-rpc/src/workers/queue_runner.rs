@@ -75,7 +75,7 @@ impl TurnRunner for QueueRunner {
         };
         let running = [TaskState::Submitted, TaskState::Working];
         let rejected = self.tasks.update_if(&task_id, &running, update).await?;
-        Ok(futures::future::ready(rejected.map(Box::new)).boxed())
+        Ok(futures::future::ready(rejected.map(std::sync::Arc::new)).boxed())
     }
 }
 

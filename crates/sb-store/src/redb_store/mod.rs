@@ -68,7 +68,7 @@ struct Hot {
     /// The latest record of each unfinished task written since the store opened, and
     /// of the last [`RECENTLY_FINISHED`] tasks that finished: the transitions of running
     /// tasks and the reads that follow a task's end need no disk read.
-    records: crate::IdMap<String, TaskRecord>,
+    records: crate::IdMap<String, Arc<TaskRecord>>,
     /// Finished tasks still in `records`, oldest first.
     finished: std::collections::VecDeque<String>,
     /// For each task in `records`, its latest events (at most [`RECENT_EVENTS`], oldest
@@ -390,7 +390,7 @@ fn encode<T: serde::Serialize>(value: &T) -> StoreResult<Vec<u8>> {
 impl TaskStore for RedbStore {
     async fn get(&self, task_id: &str) -> StoreResult<Option<TaskRecord>> {
         if let Some(record) = self.hot.read().records.get(task_id) {
-            return Ok(Some(record.clone()));
+            return Ok(Some(TaskRecord::clone(record)));
         }
         let task_id = task_id.to_owned();
         self.read(move |txn| {

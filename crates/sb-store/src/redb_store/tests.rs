@@ -338,7 +338,10 @@ async fn the_cache_stays_bounded_under_deferred_commits() {
             .unwrap();
     let commits = (0..RECENTLY_FINISHED + 300).map(|n| {
         let mut commit = crate::suite::new_commit(&format!("done-{n:05}"), 0, 1);
-        commit.record.task.status.state = sb_protocol::TaskState::Completed;
+        std::sync::Arc::make_mut(&mut commit.record)
+            .task
+            .status
+            .state = sb_protocol::TaskState::Completed;
         let store = &store;
         async move { store.commit(commit).await }
     });
@@ -508,16 +511,20 @@ async fn cached_push_configs_follow_every_change() {
 }
 
 #[tokio::test]
-async fn the_committer_keeps_the_tasks_json_and_the_cache_does_not() {
+async fn a_committed_record_is_shared_with_the_cache_and_keeps_its_json() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
-    let commit = crate::suite::new_commit("t1", 0, 1);
+    let mut commit = crate::suite::new_commit("t1", 0, 1);
+    std::sync::Arc::make_mut(&mut commit.record)
+        .task
+        .status
+        .state = sb_protocol::TaskState::Completed;
     let mine = commit.record.clone();
     assert!(mine.task_json().is_none());
     store.commit(commit).await.unwrap();
     let json = mine.task_json().expect("the store wrote this very state");
     assert_eq!(&**json, serde_json::to_string(&mine.task).unwrap());
-    let cached = store.get("t1").await.unwrap().unwrap();
-    assert_eq!(cached, mine);
-    assert!(cached.task_json().is_none(), "not kept per cached task");
+    let cached = store.hot.read().records.get("t1").cloned().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&cached, &mine), "shared, not copied");
+    assert_eq!(store.get("t1").await.unwrap().unwrap(), *mine);
 }

@@ -468,12 +468,7 @@ fn apply_op(
     Ok(match op {
         WriteOp::Commit(commit, tx) => match apply_commit(writer, hot, changes, &commit)? {
             Ok(()) => {
-                let TaskCommit {
-                    mut record, events, ..
-                } = *commit;
-                // The committer's copy keeps the task's JSON for its reply; the cache,
-                // which may hold thousands of tasks, does not.
-                record.task_json = Default::default();
+                let TaskCommit { record, events, .. } = *commit;
                 changes.records.insert(record.task.id.clone(), record);
                 changes.events.extend(events);
                 Reply::Unit(tx, Ok(()))
@@ -594,7 +589,7 @@ fn advanced_cursor(
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     /// The latest record of each task committed in the batch.
-    pub(super) records: crate::IdMap<String, TaskRecord>,
+    pub(super) records: crate::IdMap<String, std::sync::Arc<TaskRecord>>,
     /// Every event committed in the batch, in commit order.
     pub(super) events: Vec<StoredEvent>,
     /// The configs, after the batch, of each task whose configs it changed.

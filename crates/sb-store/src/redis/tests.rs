@@ -238,7 +238,10 @@ async fn cancel_and_complete_racing_from_two_replicas_never_both_win() {
     }
     let finish = |id: &str, state: TaskState| {
         let mut commit = new_commit(id, 1, 2);
-        commit.record.task.status.state = state;
+        std::sync::Arc::make_mut(&mut commit.record)
+            .task
+            .status
+            .state = state;
         commit
     };
     let mut races = Vec::new();
@@ -495,7 +498,7 @@ async fn the_open_task_limit_is_shared_by_every_replica() {
         "a refused create writes nothing"
     );
     let mut done = new_commit("t1", 1, 2);
-    done.record.task.status.state = TaskState::Completed;
+    std::sync::Arc::make_mut(&mut done.record).task.status.state = TaskState::Completed;
     b.commit(done).await.unwrap();
     a.commit(create("t3")).await.unwrap();
     assert!(refused(b.commit(create("t4")).await));
