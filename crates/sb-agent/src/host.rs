@@ -314,7 +314,10 @@ mod tests {
         assert_eq!(done.task.artifacts[0].parts[0].as_text(), Some("hi"));
         assert_eq!(store.gets.load(Ordering::SeqCst), 0, "nothing read back");
         let committed = store.last_committed.lock().clone().unwrap();
-        assert!(Arc::ptr_eq(&done, &committed), "the record committed, not a copy");
+        assert!(
+            Arc::ptr_eq(&done, &committed),
+            "the record committed, not a copy"
+        );
         assert_eq!(tasks.get(&scope(), &done.task.id).await.unwrap(), *done);
     }
 
