@@ -20,12 +20,15 @@ pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
 /// Decodes a JSON field of a request or response. A bad payload is the sender's bug:
 /// invalid, and not worth retrying unchanged.
 pub fn from_json<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, A2AError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        A2AError::new(
-            ErrorKind::InvalidParams,
-            format!("malformed {what} on the internal API: {e}"),
-        )
-    })
+    serde_json::from_slice(bytes).map_err(|e| malformed(what, &e))
+}
+
+/// Why a JSON field of a request or response could not be read (see [`from_json`]).
+pub fn malformed(what: &str, err: &serde_json::Error) -> A2AError {
+    A2AError::new(
+        ErrorKind::InvalidParams,
+        format!("malformed {what} on the internal API: {err}"),
+    )
 }
 
 /// The A2A error a failed internal call carries, as a status whose details hold the

@@ -106,10 +106,7 @@ impl Timers {
     fn next_due(&self) -> Option<Instant> {
         let running = self.heap.peek().map(|Reverse((due, _))| *due);
         let eviction = self.evictions.front().map(|timer| timer.due);
-        match (running, eviction) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        running.into_iter().chain(eviction).min()
     }
 
     /// The next timer due at `now`, if any.

@@ -34,7 +34,8 @@ pub(super) fn scope_from(scope: Option<pb::Scope>) -> Scope {
 /// A record's stored form, its task's JSON reused when the store made it already.
 pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
     pb::TaskRecord {
-        json: record.to_stored_json().unwrap_or_else(|_| to_json(record)),
+        // As `to_json`: serializing our own model types cannot fail.
+        json: record.to_stored_json().unwrap_or_default(),
     }
 }
 
@@ -42,12 +43,7 @@ pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
 pub(super) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, A2AError> {
     let record =
         record.ok_or_else(|| A2AError::internal("task record missing on the internal API"))?;
-    TaskRecord::from_stored_json(&record.json).map_err(|e| {
-        A2AError::new(
-            ErrorKind::InvalidParams,
-            format!("malformed task record on the internal API: {e}"),
-        )
-    })
+    TaskRecord::from_stored_json(&record.json).map_err(|e| malformed("task record", &e))
 }
 
 pub(crate) fn event_pb(event: &StoredEvent) -> pb::TaskEvent {

@@ -88,18 +88,14 @@ pub(super) fn events_after(
         .range((task_id, start)..=(task_id, u64::MAX))
         .map_err(StoreError::backend)?;
     for entry in runs {
-        let (_, bytes) = entry.map_err(StoreError::backend)?;
-        for event in decode(task_id, bytes.value())? {
-            if out.len() == limit {
-                return Ok(out);
-            }
-            if event.seq > after {
-                out.push(event);
-            }
-        }
         if out.len() == limit {
             break;
         }
+        let (_, bytes) = entry.map_err(StoreError::backend)?;
+        let wanted = decode(task_id, bytes.value())?
+            .into_iter()
+            .filter(|event| event.seq > after);
+        out.extend(wanted.take(limit - out.len()));
     }
     Ok(out)
 }
