@@ -6,6 +6,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::record::StoredEvent;
 use crate::traits::{EventBus, StoreResult};
+use crate::watchers::Watchers;
 
 /// How many events a slow subscriber may fall behind before it must refill from the log.
 /// Small on purpose: a channel's slots are allocated up front, per watched task, and a
@@ -18,7 +19,8 @@ const ALL_CAPACITY: usize = 8192;
 #[derive(Debug)]
 pub struct LocalBus {
     channels: Mutex<Channels>,
-    turn_watchers: Mutex<crate::IdMap<String, Vec<oneshot::Sender<()>>>>,
+    turn_watchers: Mutex<Watchers>,
+    end_watchers: Mutex<Watchers>,
     all: broadcast::Sender<StoredEvent>,
 }
 
@@ -46,6 +48,7 @@ impl Default for LocalBus {
         LocalBus {
             channels: Mutex::default(),
             turn_watchers: Mutex::default(),
+            end_watchers: Mutex::default(),
             all: broadcast::channel(ALL_CAPACITY).0,
         }
     }
@@ -82,6 +85,12 @@ impl LocalBus {
 #[async_trait::async_trait]
 impl EventBus for LocalBus {
     fn publish(&self, event: &StoredEvent) {
+        if event.event.state().is_some_and(|s| s.is_terminal()) {
+            let mut ends = self.end_watchers.lock();
+            if !ends.is_empty() {
+                ends.fire(&event.task_id);
+            }
+        }
         if self.all.receiver_count() > 0 {
             let _ = self.all.send(event.clone());
         }
@@ -105,26 +114,16 @@ impl EventBus for LocalBus {
     }
 
     async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()> {
-        let watchers = self.turn_watchers.lock().remove(turn_key);
-        for watcher in watchers.into_iter().flatten() {
-            let _ = watcher.send(());
-        }
+        self.turn_watchers.lock().fire(turn_key);
         Ok(())
     }
 
     async fn watch_turn(&self, turn_key: &str) -> StoreResult<oneshot::Receiver<()>> {
-        let (sender, receiver) = oneshot::channel();
-        let mut watchers = self.turn_watchers.lock();
-        // Forget watchers whose waiter gave up, so abandoned waits cost nothing.
-        watchers.retain(|_, list| {
-            list.retain(|w| !w.is_closed());
-            !list.is_empty()
-        });
-        watchers
-            .entry(turn_key.to_owned())
-            .or_default()
-            .push(sender);
-        Ok(receiver)
+        Ok(self.turn_watchers.lock().watch(turn_key))
+    }
+
+    async fn watch_end(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+        Ok(self.end_watchers.lock().watch(task_id))
     }
 }
 
@@ -171,5 +170,33 @@ mod tests {
         assert!(held <= 128, "{held} channels held for 1 watched task");
         assert_eq!(bus.watched(), 1);
         drop(kept);
+    }
+
+    #[tokio::test]
+    async fn a_terminal_event_signals_the_tasks_end_and_others_do_not() {
+        use sb_protocol::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+        let bus = LocalBus::new();
+        let status = |task: &str, state| StoredEvent {
+            event: StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: task.into(),
+                context_id: "c".into(),
+                status: TaskStatus {
+                    state,
+                    message: None,
+                    timestamp: None,
+                },
+                metadata: None,
+            })
+            .into(),
+            ..event(task, 2)
+        };
+        let mut a = bus.watch_end("a").await.unwrap();
+        let mut b = bus.watch_end("b").await.unwrap();
+        bus.publish(&event("a", 1));
+        bus.publish(&status("a", TaskState::InputRequired));
+        assert!(a.try_recv().is_err(), "a message and a wait are no end");
+        bus.publish(&status("a", TaskState::Failed));
+        assert_eq!(a.try_recv(), Ok(()));
+        assert!(b.try_recv().is_err());
     }
 }

@@ -12,6 +12,7 @@
 //! - [`mod@redis`]: the shared backend for several replicas: [`RedisStore`] (hashes, streams,
 //!   one Lua script per commit) and [`RedisBus`] (pub/sub per task, consumer groups for
 //!   all tasks); `redis::testing` starts a real redis-server for tests.
+//! - [`watchers`]: one-shot watchers by key (a turn's end, a task's end), for both buses.
 //! - [`suite`]: the conformance tests every backend runs.
 //!
 //! Every write is a compare-and-set on the task's sequence number, so the state machine
@@ -27,6 +28,7 @@ pub mod redis_queue;
 #[doc(hidden)]
 pub mod suite;
 pub mod traits;
+pub mod watchers;
 
 /// Maps and sets keyed by task ids (and, for open-task counts, authenticated
 /// principals), on foldhash: std's SipHash was ~4% of a task's instructions. foldhash

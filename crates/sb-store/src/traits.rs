@@ -97,6 +97,14 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     fn may_have_push_configs(&self, _task_id: &str) -> bool {
         true
     }
+    /// Of `task_ids`, those that may have configs: one look for a burst of tasks where
+    /// the answer is not in memory (a shared store).
+    async fn with_push_configs(&self, task_ids: Vec<String>) -> StoreResult<Vec<String>> {
+        Ok(task_ids
+            .into_iter()
+            .filter(|id| self.may_have_push_configs(id))
+            .collect())
+    }
     /// Records that a config has been served every event up to `seq`. Only moves forward,
     /// and never brings back a config that was deleted meanwhile.
     async fn advance_push_cursor(
@@ -139,4 +147,9 @@ pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
     /// Resolves at the next [`EventBus::announce_turn_over`] of `turn_key`, from any
     /// process; in place when this returns.
     async fn watch_turn(&self, turn_key: &str) -> StoreResult<tokio::sync::oneshot::Receiver<()>>;
+
+    /// Resolves once a commit from any process brings the task to a terminal state (the
+    /// commit after this returns, at the latest). A receiver that fails (its sender
+    /// dropped) means the signal may have been lost: watch again, then read the task.
+    async fn watch_end(&self, task_id: &str) -> StoreResult<tokio::sync::oneshot::Receiver<()>>;
 }

@@ -225,7 +225,7 @@ impl Dispatcher {
                                 Err(broadcast::error::RecvError::Closed) => closed = true,
                             }
                         }
-                        for task_id in tasks {
+                        for task_id in dispatcher.with_push_configs(tasks).await {
                             dispatcher.enqueue(task_id);
                         }
                         if closed {
@@ -247,6 +247,18 @@ impl Dispatcher {
                 }
             }
             Err(e) => tracing::error!(error = %e, "cannot read push configs to resume deliveries"),
+        }
+    }
+
+    /// The tasks of a burst that may have configs (all of them if the store cannot say).
+    async fn with_push_configs(&self, tasks: sb_store::IdSet<String>) -> Vec<String> {
+        let tasks: Vec<String> = tasks.into_iter().collect();
+        match self.inner.configs.with_push_configs(tasks.clone()).await {
+            Ok(with) => with,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look up which tasks have push configs; reading each");
+                tasks
+            }
         }
     }
 

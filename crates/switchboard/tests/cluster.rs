@@ -139,6 +139,31 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = self.script(&["down"]).status();
+        // The cluster's directory goes with it: a failed test shows what its processes
+        // warned about, or CI leaves nothing to diagnose.
+        if std::thread::panicking() {
+            eprintln!("{}", self.warnings());
+        }
+    }
+}
+
+impl Cluster {
+    /// Every log line at WARN or above, by process.
+    fn warnings(&self) -> String {
+        let Ok(logs) = std::fs::read_dir(self.dir.path().join("cluster/logs")) else {
+            return "no cluster logs".to_owned();
+        };
+        let mut out = String::new();
+        for path in logs.filter_map(|e| e.ok()).map(|e| e.path()) {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines = text
+                .lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("panicked"));
+            for line in lines {
+                out.push_str(&format!("{}: {line}\n", path.display()));
+            }
+        }
+        out
     }
 }
 
@@ -278,9 +303,9 @@ async fn fanout_node_killed_mid_stream_resumes_on_the_other_without_a_gap() {
     let mut body = response.bytes_stream();
     let mut seen = String::new();
     while sse_ids(&seen).last().copied().unwrap_or(0) < 5 {
-        seen.push_str(&String::from_utf8_lossy(
-            &body.next().await.unwrap().unwrap(),
-        ));
+        let chunk = body.next().await;
+        let chunk = chunk.unwrap_or_else(|| panic!("the stream ended early: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
     }
     let task_id = seen[seen.find("\"id\":\"").unwrap() + 6..]
         .split('"')

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use prometheus_client::metrics::gauge::Gauge;
-use sb_protocol::TaskState;
 use sb_store::{Leased, WorkItem};
 use sb_tasks::Scope;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -211,6 +210,14 @@ async fn assign(
         agent: item.agent.clone(),
         owner: item.owner.clone(),
     };
+    // Watched before the read, so an end between the two is not missed.
+    let ended = match hub.bus.watch_end(&item.task_id).await {
+        Ok(ended) => ended,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch a task for cancellation; leaving its turn to be reclaimed");
+            return true;
+        }
+    };
     let found = with_retries(|| async {
         match hub.tasks.get(&scope, &item.task_id).await {
             Ok(record) => Ok(Some(record)),
@@ -233,20 +240,14 @@ async fn assign(
             return true;
         }
     };
-    let watcher = match hub.bus.subscribe(&item.task_id).await {
-        Ok(events) => tokio::spawn(forward_cancel(
-            hub.clone(),
-            events,
-            entry_id.clone(),
-            scope.clone(),
-            item.task_id.clone(),
-            commands.clone(),
-        )),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot watch a task for cancellation; leaving its turn queued");
-            return true;
-        }
-    };
+    let watcher = tokio::spawn(forward_cancel(
+        hub.clone(),
+        ended,
+        entry_id.clone(),
+        scope.clone(),
+        item.task_id.clone(),
+        commands.clone(),
+    ));
     let assignment = pb::Assignment {
         assignment_id: entry_id.clone(),
         record: Some(pb::TaskRecord {
@@ -290,33 +291,27 @@ where
 }
 
 /// Tells the worker to stop when the task ends by someone else's hand (a client's
-/// cancel, a deadline).
+/// cancel, a deadline). An end by the worker's own report also fires it, just before its
+/// turn is over, and the worker ignores a cancel for an assignment it has finished.
 async fn forward_cancel(
     hub: Arc<Inner>,
-    mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
+    mut ended: tokio::sync::oneshot::Receiver<()>,
     assignment_id: String,
     scope: Scope,
     task_id: String,
     commands: mpsc::Sender<Result<pb::WorkerCommand, Status>>,
 ) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match events.recv().await {
-            Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
-            Ok(_) | Err(RecvError::Lagged(_)) => continue,
-            // The bus dropped the subscription (its Redis connection was replaced):
-            // subscribe again, then look at the task for what happened in between.
-            Err(RecvError::Closed) => {
-                let Ok(again) = with_retries(|| hub.bus.subscribe(&task_id)).await else {
-                    tracing::error!(task_id, "cannot watch a task for cancellation any more");
-                    return;
-                };
-                events = again;
-                let now = hub.tasks.get(&scope, &task_id).await;
-                if now.is_ok_and(|record| record.state().is_terminal()) {
-                    break;
-                }
-            }
+    // A failed receiver: the bus lost its connection, and the signal with it. Watch
+    // again, then look at the task for what happened in between.
+    while ended.await.is_err() {
+        let Ok(again) = with_retries(|| hub.bus.watch_end(&task_id)).await else {
+            tracing::error!(task_id, "cannot watch a task for cancellation any more");
+            return;
+        };
+        ended = again;
+        let now = hub.tasks.get(&scope, &task_id).await;
+        if now.is_ok_and(|record| record.state().is_terminal()) {
+            break;
         }
     }
     let cancel = pb::WorkerCommand {

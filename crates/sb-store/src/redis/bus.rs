@@ -132,8 +132,8 @@ impl EventBus for RedisBus {
     async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()> {
         self.check_running()?;
         ::redis::cmd("PUBLISH")
-            .arg(self.inner.keys.turn_channel(turn_key))
-            .arg("")
+            .arg(self.inner.keys.turns_channel())
+            .arg(turn_key)
             .query_async::<i64>(&mut self.inner.commands.clone())
             .await
             .map(drop)
@@ -144,6 +144,14 @@ impl EventBus for RedisBus {
     /// (its sender is dropped): the waiter cannot know, and should check the task.
     async fn watch_turn(&self, turn_key: &str) -> StoreResult<oneshot::Receiver<()>> {
         self.check_running()?;
-        self.inner.pubsub.turn(turn_key).await
+        let channel = self.inner.keys.turns_channel();
+        self.inner.pubsub.signal(channel, turn_key).await
+    }
+
+    /// Published by the commit script with the write that ends the task.
+    async fn watch_end(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+        self.check_running()?;
+        let channel = self.inner.keys.ended_channel();
+        self.inner.pubsub.signal(channel, task_id).await
     }
 }

@@ -8,7 +8,8 @@
 //! - `P events`: STREAM of every task's events (`t` task id, `s` seq, `e` JSON), capped at
 //!   about [`GLOBAL_STREAM_CAP`] entries; read through consumer groups by `subscribe_all`.
 //! - channel `P ev:{id}`: each committed event's JSON, published by the commit script.
-//! - channel `P turn:{id}`: an empty message when an agent turn on the task is over.
+//! - channel `P turns`: a turn's key (task id and turn id) when that agent turn is over.
+//! - channel `P ended`: a task's id when a commit brought it to a terminal state.
 //! - `P idx:{agent}\n{owner}`: ZSET of task ids by status time (millis), for `list`.
 //! - `P tasks`: ZSET of every task id by creation time (millis), for `list_all`.
 //! - `P push:{task}`: HASH config id → PushConfigRecord JSON, written only by `put`.
@@ -70,8 +71,11 @@ impl Keys {
     fn channel(&self, id: &str) -> String {
         format!("{}ev:{id}", self.prefix)
     }
-    fn turn_channel(&self, id: &str) -> String {
-        format!("{}turn:{id}", self.prefix)
+    fn turns_channel(&self) -> String {
+        format!("{}turns", self.prefix)
+    }
+    fn ended_channel(&self) -> String {
+        format!("{}ended", self.prefix)
     }
     fn index(&self, agent: &str, owner: &str) -> String {
         format!("{}idx:{agent}\n{owner}", self.prefix)

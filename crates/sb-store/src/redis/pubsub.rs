@@ -1,6 +1,8 @@
 //! The pub/sub side of the bus: one dedicated connection per bus, one SUBSCRIBE per
 //! channel however many local watchers, and local fan-out (a broadcast channel per watched
-//! task, a list of one-shot watchers per awaited turn).
+//! task; one-shot watchers by key on the two signal channels, turns over and tasks
+//! ended, each subscribed once and kept: a SUBSCRIBE per awaited turn would be two more
+//! round trips per task, taken one at a time under the control lock).
 //!
 //! When the connection breaks, every local sender is dropped: event receivers see
 //! `RecvError::Closed`, which the fan-out treats as "subscribe again and re-read the log",
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CONNECT_TIMEOUT, Keys, backend_error};
 use crate::record::StoredEvent;
 use crate::traits::*;
+use crate::watchers::Watchers;
 
 /// How many events a slow watcher may fall behind before it must refill from the log.
 const CHANNEL_CAPACITY: usize = 256;
@@ -72,18 +75,20 @@ struct Routes {
 
 enum Route {
     Events(broadcast::Sender<StoredEvent>),
-    /// Fired and emptied by the next message.
-    Turn(Vec<oneshot::Sender<()>>),
+    /// A signal channel: each message's payload is the key whose watchers it fires.
+    Signals {
+        /// Redis confirmed the SUBSCRIBE: watchers may attach without the control lock.
+        confirmed: bool,
+        watchers: Watchers,
+    },
 }
 
 impl Route {
     fn watched(&mut self) -> bool {
         match self {
             Route::Events(sender) => sender.receiver_count() > 0,
-            Route::Turn(watchers) => {
-                watchers.retain(|w| !w.is_closed());
-                !watchers.is_empty()
-            }
+            // Kept while the connection lives: the next wait comes soon enough.
+            Route::Signals { .. } => true,
         }
     }
 }
@@ -119,25 +124,36 @@ impl PubSub {
         let new = || Route::Events(broadcast::channel(CHANNEL_CAPACITY).0);
         self.watch(channel, new, |route| match route {
             Route::Events(sender) => Some(sender.subscribe()),
-            Route::Turn(_) => None,
+            Route::Signals { .. } => None,
         })
         .await
     }
 
-    pub(super) async fn turn(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
-        let channel = self.keys.turn_channel(task_id);
-        self.watch(
-            channel,
-            || Route::Turn(Vec::new()),
-            |route| match route {
-                Route::Turn(watchers) => {
-                    let (sender, receiver) = oneshot::channel();
-                    watchers.push(sender);
-                    Some(receiver)
-                }
-                Route::Events(_) => None,
-            },
-        )
+    /// Fires at the next message on `channel` whose payload is `key`.
+    pub(super) async fn signal(
+        &self,
+        channel: String,
+        key: &str,
+    ) -> StoreResult<oneshot::Receiver<()>> {
+        {
+            let mut routes = self.routes.lock();
+            if routes.live.is_some()
+                && let Some(Route::Signals {
+                    confirmed: true,
+                    watchers,
+                }) = routes.channels.get_mut(&channel)
+            {
+                return Ok(watchers.watch(key));
+            }
+        }
+        let new = || Route::Signals {
+            confirmed: false,
+            watchers: Watchers::default(),
+        };
+        self.watch(channel, new, |route| match route {
+            Route::Signals { watchers, .. } => Some(watchers.watch(key)),
+            Route::Events(_) => None,
+        })
         .await
     }
 
@@ -174,7 +190,14 @@ impl PubSub {
                 watcher
             };
             match sink.subscribe(&channel).await {
-                Ok(()) => return Ok(watcher),
+                Ok(()) => {
+                    if let Some(Route::Signals { confirmed, .. }) =
+                        self.routes.lock().channels.get_mut(&channel)
+                    {
+                        *confirmed = true;
+                    }
+                    return Ok(watcher);
+                }
                 Err(e) => {
                     self.routes.lock().channels.remove(&channel);
                     self.drop_connection(&mut control);
@@ -328,10 +351,10 @@ async fn read_messages(
 fn route(routes: &Mutex<Routes>, msg: &Msg) {
     let channel = msg.get_channel_name();
     let sender = match routes.lock().channels.get_mut(channel) {
-        // The route stays (empty) until the sweep unsubscribes it.
-        Some(Route::Turn(watchers)) => {
-            for watcher in watchers.drain(..) {
-                let _ = watcher.send(());
+        Some(Route::Signals { watchers, .. }) => {
+            match std::str::from_utf8(msg.get_payload_bytes()) {
+                Ok(key) => watchers.fire(key),
+                Err(_) => tracing::warn!(channel, "a signal on redis pub/sub with a non-UTF-8 key"),
             }
             return;
         }

@@ -149,6 +149,25 @@ impl PushConfigStore for RedisStore {
         Ok(all)
     }
 
+    /// One SMISMEMBER on the set of tasks with configs: the dispatcher then reads configs
+    /// only for those, not two hashes for every task that had an event.
+    async fn with_push_configs(&self, task_ids: Vec<String>) -> StoreResult<Vec<String>> {
+        if task_ids.is_empty() {
+            return Ok(task_ids);
+        }
+        let members: Vec<bool> = ::redis::cmd("SMISMEMBER")
+            .arg(self.keys.push_tasks())
+            .arg(&task_ids)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(self.err("look up tasks with push configs"))?;
+        Ok(task_ids
+            .into_iter()
+            .zip(members)
+            .filter_map(|(id, member)| member.then_some(id))
+            .collect())
+    }
+
     async fn advance_push_cursor(
         &self,
         task_id: &str,

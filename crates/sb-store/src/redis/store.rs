@@ -159,7 +159,8 @@ impl TaskStore for RedisStore {
             } else {
                 "1"
             })
-            .arg(commit.open_limit.unwrap_or(0));
+            .arg(commit.open_limit.unwrap_or(0))
+            .arg(self.keys.ended_channel());
         for event in &commit.events {
             invocation
                 .arg(event.seq)

@@ -79,12 +79,17 @@ async fn a_killed_pubsub_connection_closes_receivers_and_subscribe_recovers() {
     let (store, bus, _) = pair(&redis, "kill").await;
     let mut rx = bus.subscribe("t").await.unwrap();
     let turn = bus.watch_turn("t").await.unwrap();
+    let end = bus.watch_end("t").await.unwrap();
     redis.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).await;
     let closed = timeout(WAIT, rx.recv()).await.unwrap();
     assert!(matches!(closed, Err(RecvError::Closed)), "{closed:?}");
     assert!(
         timeout(WAIT, turn).await.unwrap().is_err(),
         "turn watchers fail too"
+    );
+    assert!(
+        timeout(WAIT, end).await.unwrap().is_err(),
+        "and end watchers"
     );
     let mut rx = bus.subscribe("t").await.unwrap();
     store.commit(new_commit("t", 0, 1)).await.unwrap();
@@ -96,18 +101,48 @@ async fn a_turn_announced_by_any_replica_reaches_its_watchers() {
     let redis = TestRedis::shared();
     let (_store, here, prefix) = pair(redis, "turn").await;
     let there = RedisBus::connect(redis.url(), &prefix).await.unwrap();
-    let channel = format!("{prefix}turn:t");
+    let channel = format!("{prefix}turns");
     let first = here.watch_turn("t").await.unwrap();
     let second = here.watch_turn("t").await.unwrap();
     let mut unrelated = here.watch_turn("u").await.unwrap();
-    assert_eq!(numsub(redis, &channel).await, 1);
     there.announce_turn_over("t").await.unwrap();
     timeout(WAIT, first).await.unwrap().unwrap();
     timeout(WAIT, second).await.unwrap().unwrap();
     assert!(unrelated.try_recv().is_err());
-    // Fired watchers are gone, so the next subscription sweeps the channel.
-    let _next = here.watch_turn("v").await.unwrap();
-    assert_eq!(numsub(redis, &channel).await, 0);
+    // One subscription for every turn, kept: the next watch is no round trip.
+    let next = here.watch_turn("v").await.unwrap();
+    assert_eq!(numsub(redis, &channel).await, 1);
+    there.announce_turn_over("v").await.unwrap();
+    timeout(WAIT, next).await.unwrap().unwrap();
+    assert!(unrelated.try_recv().is_err());
+}
+
+/// The commit that ends a task tells every replica watching it, and only that commit.
+#[tokio::test]
+async fn the_commit_that_ends_a_task_signals_its_end_to_every_replica() {
+    let redis = TestRedis::shared();
+    let (store, here, prefix) = pair(redis, "ended").await;
+    let there = RedisBus::connect(redis.url(), &prefix).await.unwrap();
+    let mut ended_here = here.watch_end("t").await.unwrap();
+    let ended_there = there.watch_end("t").await.unwrap();
+    let mut other = here.watch_end("u").await.unwrap();
+    let mut u_events = here.subscribe("u").await.unwrap();
+    store.commit(new_commit("t", 0, 1)).await.unwrap();
+    store.commit(new_commit("t", 1, 2)).await.unwrap();
+    store.commit(new_commit("u", 0, 1)).await.unwrap();
+    // Pub/sub keeps the order of publication on one connection: with u's event here,
+    // a signal from t's unfinished commits would be here too.
+    timeout(WAIT, u_events.recv()).await.unwrap().unwrap();
+    assert!(
+        ended_here.try_recv().is_err(),
+        "not ended by a working commit"
+    );
+    let mut done = new_commit("t", 2, 3);
+    std::sync::Arc::make_mut(&mut done.record).task.status.state = TaskState::Canceled;
+    store.commit(done).await.unwrap();
+    timeout(WAIT, ended_there).await.unwrap().unwrap();
+    assert_eq!(timeout(WAIT, &mut ended_here).await.unwrap(), Ok(()));
+    assert!(other.try_recv().is_err(), "only the task that ended");
 }
 
 /// Events of `n` distinct tasks, committed one by one.

@@ -8,6 +8,7 @@
 --       6 created millis, 7 pub/sub channel, 8 global stream cap,
 --       9 "1" if the task is unfinished after this commit, else "0",
 --       10 for a create, the most unfinished tasks the principal may have ("0": no limit),
+--       11 the pub/sub channel that hears of a task's end (its id, when ARGV 9 is "0"),
 --       then one (seq, event JSON) pair per event, seqs strictly increasing
 -- Returns nil when written, "limit" when the open-task limit refused a create, else the
 -- stored seq ("0" when absent) as a string.
@@ -22,12 +23,12 @@ if current == '0' and ARGV[10] ~= '0' and redis.call('SCARD', KEYS[6]) >= tonumb
 end
 
 -- Scripts do not roll back, so every check that could fail an XADD comes before any write.
-if #ARGV > 10 then
+if #ARGV > 11 then
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
   if last then
     local last_seq = tonumber(string.match(last[1], '^(%d+)-'))
-    if last_seq >= tonumber(ARGV[11]) then
-      return redis.error_reply('event ' .. ARGV[11] .. ' is not after the logged ' .. last_seq)
+    if last_seq >= tonumber(ARGV[12]) then
+      return redis.error_reply('event ' .. ARGV[12] .. ' is not after the logged ' .. last_seq)
     end
   end
 end
@@ -44,7 +45,7 @@ else
   redis.call('SREM', KEYS[6], ARGV[4])
 end
 
-for i = 11, #ARGV, 2 do
+for i = 12, #ARGV, 2 do
   local seq, event = ARGV[i], ARGV[i + 1]
   redis.call('XADD', KEYS[2], seq .. '-0', 'e', event)
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 't', ARGV[4], 's', seq, 'e', event)
@@ -53,4 +54,8 @@ end
 
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
 redis.call('ZADD', KEYS[5], ARGV[6], ARGV[4])
+-- After the events: whoever hears of the end reads a task that has every one of them.
+if ARGV[9] == '0' then
+  redis.call('PUBLISH', ARGV[11], ARGV[4])
+end
 return false
