@@ -5,66 +5,68 @@ use std::sync::Arc;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use tokio_util::sync::CancellationToken;
+use sb_store::{EventBus, StoreResult, StoredEvent};
+use tokio::sync::{broadcast, oneshot};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
 struct TaskEventLabels {
     /// The state the event leaves the task in (`TASK_STATE_…`), or `ARTIFACT_UPDATE`.
-    state: String,
+    state: &'static str,
 }
 
-/// Registers `switchboard_task_events` and counts, until `stop`, the committed task
-/// events this process sees in the `metrics` group (with several replicas, each counts
-/// its share: the sum is the total).
-pub(crate) async fn count_task_events(
-    bus: &dyn sb_store::EventBus,
+/// Registers `switchboard_task_events` and returns `bus` counting, by the state they
+/// leave the task in, the task events this process commits (with several replicas,
+/// each counts its own commits: the sum is the total). Counted as they are published,
+/// not read back from the all-tasks stream: in Redis that was one more consumer group
+/// reading and acknowledging every event of the deployment.
+pub(crate) fn count_task_events(
+    bus: Arc<dyn EventBus>,
     registry: &mut Registry,
-    stop: &CancellationToken,
-) -> Result<(), sb_store::StoreError> {
+) -> Arc<dyn EventBus> {
     let counter = Family::<TaskEventLabels, Counter>::default();
     registry.register(
         "switchboard_task_events",
         "Committed task events by resulting state",
         counter.clone(),
     );
-    let events = bus.subscribe_all("metrics").await?;
-    tokio::spawn(count_events(events, counter, stop.clone()));
-    Ok(())
+    Arc::new(CountingBus { bus, counter })
 }
 
-/// Counts committed task events by the state they leave the task in (task creations
-/// are the `TASK_STATE_SUBMITTED` ones).
-async fn count_events(
-    mut events: tokio::sync::broadcast::Receiver<sb_store::StoredEvent>,
+#[derive(Debug)]
+struct CountingBus {
+    bus: Arc<dyn EventBus>,
     counter: Family<TaskEventLabels, Counter>,
-    stop: CancellationToken,
-) {
-    loop {
-        let event = tokio::select! {
-            () = stop.cancelled() => return,
-            event = events.recv() => event,
-        };
-        match event {
-            Ok(event) => {
-                let state = event
-                    .event
-                    .state()
-                    .map(|s| s.as_str())
-                    .unwrap_or("ARTIFACT_UPDATE");
-                counter
-                    .get_or_create(&TaskEventLabels {
-                        state: state.to_owned(),
-                    })
-                    .inc();
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::warn!(
-                    missed,
-                    "task event metrics fell behind; counts are low by that much"
-                );
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
+}
+
+#[async_trait::async_trait]
+impl EventBus for CountingBus {
+    fn publish(&self, event: &StoredEvent) {
+        let state = event
+            .event
+            .state()
+            .map_or("ARTIFACT_UPDATE", |s| s.as_str());
+        self.counter.get_or_create(&TaskEventLabels { state }).inc();
+        self.bus.publish(event);
+    }
+
+    async fn subscribe(&self, task_id: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+        self.bus.subscribe(task_id).await
+    }
+
+    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+        self.bus.subscribe_all(group).await
+    }
+
+    async fn announce_turn_over(&self, turn_key: &str) -> StoreResult<()> {
+        self.bus.announce_turn_over(turn_key).await
+    }
+
+    async fn watch_turn(&self, turn_key: &str) -> StoreResult<oneshot::Receiver<()>> {
+        self.bus.watch_turn(turn_key).await
+    }
+
+    async fn watch_end(&self, task_id: &str) -> StoreResult<oneshot::Receiver<()>> {
+        self.bus.watch_end(task_id).await
     }
 }
 

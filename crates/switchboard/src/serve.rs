@@ -32,7 +32,8 @@ pub async fn serve(
         return crate::split::serve_split(config, listener, shutdown).await;
     }
     let backend = backend::open(&config).await?;
-    let bus = backend.bus.clone();
+    let mut metrics_registry = Registry::default();
+    let bus = count_task_events(backend.bus.clone(), &mut metrics_registry);
     let task_service = Arc::new(
         LocalTaskService::new(backend.tasks.clone(), bus.clone())
             .with_max_in_flight(config.max_tasks_in_flight_per_principal),
@@ -50,12 +51,10 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let (agents, hosted, auths) = host_agents(&config, &stop).await?;
     let policy = backend::webhook_policy(&config)?;
-    let mut metrics_registry = Registry::default();
     let delivery_metrics = Arc::new(DeliveryMetrics::default());
     delivery_metrics.register(&mut metrics_registry);
     let gateway_metrics = Arc::new(sb_gateway::metrics::GatewayMetrics::default());
     gateway_metrics.register(&mut metrics_registry);
-    count_task_events(&*bus, &mut metrics_registry, &stop).await?;
     let dispatcher_config = backend::dispatcher_config(&config, policy.clone(), delivery_metrics);
     let dispatcher = Dispatcher::new(
         backend.push.clone(),

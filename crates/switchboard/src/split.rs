@@ -312,7 +312,7 @@ async fn run_tasks(
     let Some(queue) = backend.queue.clone() else {
         anyhow::bail!("the tasks service needs the Redis backend for its turn queue");
     };
-    let bus = backend.bus.clone();
+    let bus = count_task_events(backend.bus.clone(), metrics_registry);
     // Counted in Redis: each replica sees only its own commits.
     let tasks = Arc::new(
         LocalTaskService::new(backend.tasks.clone(), bus.clone())
@@ -350,7 +350,6 @@ async fn run_tasks(
         backend.tasks.clone(),
         backend.push.clone(),
     );
-    tokio::spawn(keeper.run(bus.clone(), stop.clone()));
-    count_task_events(&*bus, metrics_registry, stop).await?;
+    tokio::spawn(keeper.run(bus, stop.clone()));
     Ok(())
 }

@@ -583,6 +583,9 @@ async fn tasks_survive_a_redis_restart_from_its_aof() {
         assert_eq!(state(&task), "TASK_STATE_COMPLETED");
         ids.push(task["id"].as_str().unwrap().to_owned());
     }
+    // Each task-state replica counts the events it committed: together, every one.
+    let completed = r#"switchboard_task_events_total{state="TASK_STATE_COMPLETED"} "#;
+    assert_eq!(metric_sum(&cluster, "tasks", completed).await, 20);
     // appendfsync everysec: what was acknowledged more than a second ago is on disk.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     cluster.run(&["restart-redis"]);
