@@ -25,4 +25,4 @@ mod testing;
 
 pub use api::*;
 pub use host::AgentHost;
-pub use runner::{TurnOver, TurnRunner, settle, turn_over_signal};
+pub use runner::{TurnOver, TurnRunner, read_until_settled, settle, turn_over_signal};

@@ -105,8 +105,107 @@ impl TurnRunner for crate::AgentHost {
     }
 }
 
+/// How often a task is read while its turn's end is followed without a signal: from
+/// the first delay, doubling up to the last.
+const FOLLOW_DELAYS: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
+
+/// The task once it has ended or waits for input, read every so often: how a turn's end
+/// is found when its signal was lost (the connection that carried it broke). A turn
+/// that left its task working is not seen to end this way: the waiter's own deadline
+/// (a blocking send's wait, a stream's client) bounds it. `None` if the task is gone.
+pub async fn read_until_settled(
+    tasks: &dyn TaskService,
+    scope: &sb_tasks::Scope,
+    task_id: &str,
+) -> Option<Arc<TaskRecord>> {
+    let (mut delay, longest) = FOLLOW_DELAYS;
+    loop {
+        match tasks.get(scope, task_id).await {
+            Ok(record) if record.state().is_terminal() || record.state().is_interrupted() => {
+                return Some(Arc::new(record));
+            }
+            Err(e) if e.kind == sb_protocol::ErrorKind::TaskNotFound => return None,
+            // Working, or the task service unreachable for now: read again later.
+            Ok(_) | Err(_) => {}
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(longest);
+    }
+}
+
 /// A [`TurnOver`] from a bare signal, with no record: the task service has the task,
 /// a read away (in this process, reading it costs less than carrying it).
 pub fn turn_over_signal(turn: tokio::sync::oneshot::Receiver<()>) -> TurnOver {
     turn.map(|_| None).boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use sb_protocol::{Role, TaskState};
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, Scope, TaskUpdate};
+
+    use super::*;
+
+    fn status(state: TaskState) -> TaskUpdate {
+        TaskUpdate::Status {
+            state,
+            message: None,
+        }
+    }
+
+    /// Followed without a signal, a turn is over once its task ends or waits, not while
+    /// it works; a task that is gone ends the wait too.
+    #[tokio::test(start_paused = true)]
+    async fn a_task_read_until_settled_is_seen_once_it_ends_or_waits() {
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(LocalBus::new()),
+        ));
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let new = |text: &str| NewTask {
+            scope: scope.clone(),
+            message: Message {
+                role: Role::User,
+                ..Message::agent_text(text)
+            },
+            metadata: None,
+        };
+        let working = tasks.create(new("work")).await.unwrap().task.id;
+        tasks
+            .update(&working, status(TaskState::Working))
+            .await
+            .unwrap();
+        let finisher = {
+            let (tasks, id) = (tasks.clone(), working.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                tasks
+                    .update(&id, status(TaskState::Completed))
+                    .await
+                    .unwrap();
+            })
+        };
+        let started = tokio::time::Instant::now();
+        let settled = read_until_settled(&*tasks, &scope, &working).await.unwrap();
+        assert_eq!(settled.state(), TaskState::Completed);
+        assert!(
+            started.elapsed() >= Duration::from_secs(5),
+            "not before it ended"
+        );
+        finisher.await.unwrap();
+
+        let asking = tasks.create(new("ask")).await.unwrap().task.id;
+        tasks
+            .update(&asking, status(TaskState::InputRequired))
+            .await
+            .unwrap();
+        let settled = read_until_settled(&*tasks, &scope, &asking).await.unwrap();
+        assert_eq!(settled.state(), TaskState::InputRequired);
+
+        assert!(read_until_settled(&*tasks, &scope, "gone").await.is_none());
+    }
 }

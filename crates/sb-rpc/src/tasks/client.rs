@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{TurnOver, TurnRunner};
+use sb_agent::{TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::requests::ListTasksRequest;
 use sb_protocol::*;
 use sb_store::{StoredEvent, TaskRecord};
@@ -285,7 +285,11 @@ impl TurnRunner for TaskStateClient {
             .map_err(error_from)?
             .into_inner();
         queued(&mut progress).await?;
-        Ok(turn_over(progress))
+        let scope = Scope {
+            agent: record.agent.clone(),
+            owner: record.owner.clone(),
+        };
+        Ok(self.turn_over(progress, scope, record.task.id.clone()))
     }
 
     /// One call: the task-state service creates the task and queues its turn.
@@ -301,7 +305,8 @@ impl TurnRunner for TaskStateClient {
             .map_err(error_from)?
             .into_inner();
         let record = record_from(queued(&mut progress).await?)?;
-        Ok((record, turn_over(progress)))
+        let turn = self.turn_over(progress, new.scope, record.task.id.clone());
+        Ok((record, turn))
     }
 
     /// One message: the task-state service waits for the turn and streams its end only.
@@ -358,9 +363,25 @@ async fn queued(
     }
 }
 
-/// The rest of a turn's progress stream, as its end.
-fn turn_over(progress: Streaming<pb::TurnProgress>) -> TurnOver {
-    Progress(Some(progress)).end().boxed()
+impl TaskStateClient {
+    /// The rest of a turn's progress stream, as its end. A stream that fails (the
+    /// replica serving it went away) says nothing of the turn, which goes on: the task
+    /// is then followed until it ends or waits.
+    fn turn_over(
+        &self,
+        progress: Streaming<pb::TurnProgress>,
+        scope: Scope,
+        task_id: String,
+    ) -> TurnOver {
+        let client = self.clone();
+        async move {
+            match Progress(Some(progress)).end().await {
+                Some(record) => Some(record),
+                None => read_until_settled(&client, &scope, &task_id).await,
+            }
+        }
+        .boxed()
+    }
 }
 
 /// A turn's progress stream, always read to its very end (trailers included). A gRPC

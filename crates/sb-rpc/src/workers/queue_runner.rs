@@ -3,10 +3,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{TurnOver, TurnRunner, turn_over_signal};
+use sb_agent::{TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
-use sb_tasks::{TaskService, TaskUpdate};
+use sb_tasks::{Scope, TaskService, TaskUpdate};
 
 use super::QueuePolicy;
 use super::session::with_retries;
@@ -23,6 +23,13 @@ pub struct QueueRunner {
 fn unavailable(e: impl std::fmt::Display) -> A2AError {
     tracing::error!(error = %e, "turn queue failure");
     A2AError::internal("the agent turn queue is unavailable; try again").retryable(true)
+}
+
+fn scope_of(record: &TaskRecord) -> Scope {
+    Scope {
+        agent: record.agent.clone(),
+        owner: record.owner.clone(),
+    }
 }
 
 #[async_trait]
@@ -61,7 +68,16 @@ impl TurnRunner for QueueRunner {
         // Pushing is idempotent per turn, so it may be retried.
         let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
         if queued.map_err(unavailable)? {
-            return Ok(turn_over_signal(turn));
+            let (tasks, scope) = (self.tasks.clone(), scope_of(record));
+            return Ok(async move {
+                match turn.await {
+                    Ok(()) => None,
+                    // The bus lost its connection, and the announcement with it: a turn
+                    // still running must not look over (a stream would end mid-turn).
+                    Err(_) => read_until_settled(&*tasks, &scope, &task_id).await,
+                }
+            }
+            .boxed());
         }
         // Rejected, not failed: the agent was never tried; the client may retry later.
         let reason = format!(
@@ -138,5 +154,58 @@ mod tests {
         let reason = second.task.status.message.unwrap().text();
         assert!(reason.contains("no capacity"), "{reason}");
         assert_eq!(queue.depth("a").await.unwrap(), 1);
+    }
+
+    /// A turn whose end was announced while the bus's connection was down is still
+    /// seen to end: by its task, once that ends or waits. Not before: a lost signal
+    /// used to end a stream mid-turn.
+    #[tokio::test]
+    async fn a_lost_turn_signal_waits_for_the_task_to_settle() {
+        // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
+        let redis = TestRedis::spawn();
+        let prefix = TestRedis::prefix("lost-turn");
+        let store = Arc::new(RedisStore::connect(redis.url(), &prefix).await.unwrap());
+        let bus = Arc::new(RedisBus::connect(redis.url(), &prefix).await.unwrap());
+        let queue = Arc::new(RedisWorkQueue::connect(redis.url(), &prefix).await.unwrap());
+        let tasks = Arc::new(LocalTaskService::new(store, bus.clone()));
+        let runner = QueueRunner {
+            queue,
+            bus,
+            tasks: tasks.clone(),
+            policies: Arc::new([("a".to_owned(), QueuePolicy::default())].into()),
+        };
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("work")
+        };
+        let scope = Scope {
+            agent: "a".into(),
+            owner: String::new(),
+        };
+        let new = NewTask {
+            scope,
+            message: message.clone(),
+            metadata: None,
+        };
+        let record = tasks.create(new).await.unwrap();
+        let mut turn = runner.dispatch(&record, message).await.unwrap();
+        let working = TaskUpdate::Status {
+            state: TaskState::Working,
+            message: None,
+        };
+        tasks.update(&record.task.id, working).await.unwrap();
+        redis.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).await;
+        let early = tokio::time::timeout(std::time::Duration::from_millis(500), &mut turn).await;
+        assert!(early.is_err(), "over while the task works: {early:?}");
+        let done = TaskUpdate::Status {
+            state: TaskState::Completed,
+            message: None,
+        };
+        tasks.update(&record.task.id, done).await.unwrap();
+        let over = tokio::time::timeout(std::time::Duration::from_secs(10), turn)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(over.state(), TaskState::Completed);
     }
 }
