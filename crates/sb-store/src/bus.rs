@@ -4,7 +4,7 @@
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::record::StoredEvent;
+use crate::record::{EventNotice, StoredEvent};
 use crate::traits::{EventBus, StoreResult};
 use crate::watchers::Watchers;
 
@@ -21,7 +21,7 @@ pub struct LocalBus {
     channels: Mutex<Channels>,
     turn_watchers: Mutex<Watchers>,
     end_watchers: Mutex<Watchers>,
-    all: broadcast::Sender<StoredEvent>,
+    all: broadcast::Sender<EventNotice>,
 }
 
 /// The per-task channels, and when to next sweep out the ones nobody watches.
@@ -92,7 +92,7 @@ impl EventBus for LocalBus {
             }
         }
         if self.all.receiver_count() > 0 {
-            let _ = self.all.send(event.clone());
+            let _ = self.all.send(EventNotice::from(event));
         }
         let mut channels = self.channels.lock();
         let Some(sender) = channels.by_task.get(&event.task_id) else {
@@ -109,7 +109,7 @@ impl EventBus for LocalBus {
     }
 
     /// In one process every group has one member, so each subscriber sees every event.
-    async fn subscribe_all(&self, _group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+    async fn subscribe_all(&self, _group: &str) -> StoreResult<broadcast::Receiver<EventNotice>> {
         Ok(self.all.subscribe())
     }
 

@@ -149,6 +149,28 @@ impl EventJson {
     }
 }
 
+/// What the all-tasks feed ([`crate::EventBus::subscribe_all`]) carries of each
+/// committed event: whose, which, and the state it leaves the task in (`None` for an
+/// artifact update or a message, which leave the state as it was). Its readers (the
+/// webhook dispatcher, the deadline keeper) need no more, and read the log for the rest;
+/// in Redis this keeps the all-tasks stream ~10× smaller than the events themselves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventNotice {
+    pub task_id: std::sync::Arc<str>,
+    pub seq: u64,
+    pub state: Option<TaskState>,
+}
+
+impl From<&StoredEvent> for EventNotice {
+    fn from(event: &StoredEvent) -> EventNotice {
+        EventNotice {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            state: event.event.state(),
+        }
+    }
+}
+
 impl StoredEvent {
     /// The stored form (what `serde_json::to_vec(self)` gives), with the event's own JSON
     /// written once for everyone: taken from [`StoredEvent::json`] when made already,

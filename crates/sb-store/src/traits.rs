@@ -28,10 +28,10 @@ impl StoreError {
 /// `first` (what an all-tasks receiver's `recv` gave) and whatever else is already
 /// waiting, without waiting, at most [`BURST`] in all and nothing after `Closed`:
 /// consumers handle a burst of events per wake-up, not one each.
-pub fn take_burst(
-    first: Result<StoredEvent, broadcast::error::RecvError>,
-    events: &mut broadcast::Receiver<StoredEvent>,
-) -> Vec<Result<StoredEvent, broadcast::error::RecvError>> {
+pub fn take_burst<T: Clone>(
+    first: Result<T, broadcast::error::RecvError>,
+    events: &mut broadcast::Receiver<T>,
+) -> Vec<Result<T, broadcast::error::RecvError>> {
     use broadcast::error::{RecvError, TryRecvError};
     let mut burst = vec![first];
     while burst.len() < BURST && !matches!(burst.last(), Some(Err(RecvError::Closed))) {
@@ -138,7 +138,7 @@ pub trait EventBus: Send + Sync + std::fmt::Debug + 'static {
     /// across processes: each event reaches one member of the group (the replicas of one
     /// service split the work). A receiver that lags loses events and must recover from
     /// the durable log, so consumers keep their own durable cursors or act idempotently.
-    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>>;
+    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<EventNotice>>;
 
     /// Announces, to every process, that the agent turn `turn_key` (task id and turn
     /// id) is over: not an A2A event, nothing is logged; whoever waits for it stops.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use sb_protocol::{Message, TaskState};
-use sb_store::{EventBus, PushConfigStore, StoredEvent, TaskRecord, TaskStore};
+use sb_store::{EventBus, EventNotice, PushConfigStore, TaskRecord, TaskStore};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -270,12 +270,9 @@ impl DeadlineKeeper {
         }
     }
 
-    fn timer_for_event(&self, event: &StoredEvent) -> Option<Timer> {
+    fn timer_for_event(&self, event: &EventNotice) -> Option<Timer> {
         // Artifact updates keep a working task alive too: any event resets the stall timer.
-        let state = match event.event.state() {
-            Some(state) => state,
-            None => TaskState::Working,
-        };
+        let state = event.state.unwrap_or(TaskState::Working);
         Some(self.timer_for(event.task_id.clone(), event.seq, state, Duration::ZERO))
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use sb_store::{EventBus, StoreResult, StoredEvent};
+use sb_store::{EventBus, EventNotice, StoreResult, StoredEvent};
 use tokio::sync::{broadcast, oneshot};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
@@ -53,7 +53,7 @@ impl EventBus for CountingBus {
         self.bus.subscribe(task_id).await
     }
 
-    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<EventNotice>> {
         self.bus.subscribe_all(group).await
     }
 

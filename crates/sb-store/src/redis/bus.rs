@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::group::{ClaimTiming, Groups};
 use super::pubsub::PubSub;
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error, open_client, probe};
-use crate::record::StoredEvent;
+use crate::record::{EventNotice, StoredEvent};
 use crate::traits::*;
 
 /// The Redis event bus. Cheap to clone; the background tasks stop when the last clone is
@@ -124,7 +124,7 @@ impl EventBus for RedisBus {
         self.inner.pubsub.events(task_id).await
     }
 
-    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+    async fn subscribe_all(&self, group: &str) -> StoreResult<broadcast::Receiver<EventNotice>> {
         self.check_running()?;
         self.inner.groups.subscribe(group).await
     }

@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error};
-use crate::record::StoredEvent;
+use crate::record::{EventNotice, StoredEvent};
 use crate::traits::*;
 
 /// How far the all-tasks channel may run ahead of its slowest receiver.
@@ -64,7 +64,7 @@ pub(super) struct Groups {
     commands: ConnectionManager,
     shutdown: CancellationToken,
     timing: ClaimTiming,
-    readers: tokio::sync::Mutex<HashMap<String, broadcast::Sender<StoredEvent>>>,
+    readers: tokio::sync::Mutex<HashMap<String, broadcast::Sender<EventNotice>>>,
 }
 
 impl Groups {
@@ -95,7 +95,7 @@ impl Groups {
     pub(super) async fn subscribe(
         self: &Arc<Self>,
         group: &str,
-    ) -> StoreResult<broadcast::Receiver<StoredEvent>> {
+    ) -> StoreResult<broadcast::Receiver<EventNotice>> {
         let mut readers = self.readers.lock().await;
         if let Some(sender) = readers.get(group) {
             return Ok(sender.subscribe());
@@ -111,7 +111,7 @@ impl Groups {
         Ok(rx)
     }
 
-    async fn read_group(self: Arc<Self>, group: String, sender: broadcast::Sender<StoredEvent>) {
+    async fn read_group(self: Arc<Self>, group: String, sender: broadcast::Sender<EventNotice>) {
         let mut conn: Option<MultiplexedConnection> = None;
         let mut backoff = MIN_BACKOFF;
         let mut next_claim = Instant::now();
@@ -169,7 +169,7 @@ impl Groups {
 
     /// Stops reading for `group` if nobody listens (checked under the lock `subscribe`
     /// takes, so no receiver is handed out for a reader that is leaving).
-    async fn retire(&self, group: &str, sender: &broadcast::Sender<StoredEvent>) -> bool {
+    async fn retire(&self, group: &str, sender: &broadcast::Sender<EventNotice>) -> bool {
         let mut readers = self.readers.lock().await;
         if sender.receiver_count() > 0 {
             return false;
@@ -201,7 +201,7 @@ impl Groups {
         &self,
         conn: &mut MultiplexedConnection,
         group: &str,
-        sender: &broadcast::Sender<StoredEvent>,
+        sender: &broadcast::Sender<EventNotice>,
     ) -> RedisResult<()> {
         let reply: Option<StreamReadReply> = ::redis::cmd("XREADGROUP")
             .arg("GROUP")
@@ -229,7 +229,7 @@ impl Groups {
         &self,
         conn: &mut MultiplexedConnection,
         group: &str,
-        sender: &broadcast::Sender<StoredEvent>,
+        sender: &broadcast::Sender<EventNotice>,
     ) -> RedisResult<()> {
         let mut start = "0-0".to_owned();
         for _ in 0..MAX_CLAIM_ROUNDS {
@@ -293,22 +293,18 @@ impl Groups {
         &self,
         conn: &mut MultiplexedConnection,
         group: &str,
-        sender: &broadcast::Sender<StoredEvent>,
+        sender: &broadcast::Sender<EventNotice>,
         entries: Vec<StreamId>,
     ) -> RedisResult<()> {
         let mut done = Vec::with_capacity(entries.len());
         for entry in entries {
-            let delivered = match entry.map.get("e") {
-                Some(Value::BulkString(bytes)) => match serde_json::from_slice(bytes) {
-                    Ok(event) => sender.send(event).is_ok(),
-                    Err(e) => {
-                        // Acknowledged anyway: retrying cannot make it decodable.
-                        let id = &entry.id;
-                        tracing::warn!(id, error = %e, "undecodable event in the redis stream");
-                        true
-                    }
-                },
-                _ => true,
+            let delivered = match notice_of(&entry) {
+                Some(notice) => sender.send(notice).is_ok(),
+                None => {
+                    // Acknowledged anyway: retrying cannot make it decodable.
+                    tracing::warn!(id = %entry.id, "undecodable entry in the redis event stream");
+                    true
+                }
             };
             if delivered {
                 done.push(entry.id);
@@ -325,6 +321,29 @@ impl Groups {
             .await
             .map(drop)
     }
+}
+
+/// An entry of the all-tasks stream: `t` task id, `s` seq, `st` the state the event
+/// left the task in (empty: unchanged). Entries written before `st` existed carry the
+/// whole event as `e` instead.
+fn notice_of(entry: &StreamId) -> Option<EventNotice> {
+    let field = |name: &str| match entry.map.get(name) {
+        Some(Value::BulkString(bytes)) => Some(bytes.as_slice()),
+        _ => None,
+    };
+    if let (Some(task_id), Some(seq), Some(state)) = (field("t"), field("s"), field("st")) {
+        let state = match std::str::from_utf8(state).ok()? {
+            "" => None,
+            text => Some(sb_protocol::TaskState::parse(text)?),
+        };
+        return Some(EventNotice {
+            task_id: std::str::from_utf8(task_id).ok()?.into(),
+            seq: std::str::from_utf8(seq).ok()?.parse().ok()?,
+            state,
+        });
+    }
+    let event: StoredEvent = serde_json::from_slice(field("e")?).ok()?;
+    Some(EventNotice::from(&event))
 }
 
 /// XGROUP CREATE at the stream's end, creating the stream if needed; an existing group is

@@ -5,7 +5,8 @@
 //! - `P task:{id}`: HASH `seq` (decimal), `rec` (TaskRecord JSON), `idx` (the name of the
 //!   principal index below, so a delete finds it without decoding the record).
 //! - `P events:{id}`: STREAM, the task's log; entry id `{seq}-0`, field `e` = StoredEvent JSON.
-//! - `P events`: STREAM of every task's events (`t` task id, `s` seq, `e` JSON), capped at
+//! - `P events`: STREAM of a notice of every task's events (`t` task id, `s` seq, `st` the
+//!   state the event left the task in, empty for none; older entries: `e` the JSON), capped at
 //!   about [`GLOBAL_STREAM_CAP`] entries; read through consumer groups by `subscribe_all`.
 //! - channel `P ev:{id}`: each committed event's JSON, published by the commit script.
 //! - channel `P turns`: a turn's key (task id and turn id) when that agent turn is over.

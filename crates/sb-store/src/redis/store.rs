@@ -164,7 +164,8 @@ impl TaskStore for RedisStore {
         for event in &commit.events {
             invocation
                 .arg(event.seq)
-                .arg(event.to_stored_json().map_err(StoreError::backend)?);
+                .arg(event.to_stored_json().map_err(StoreError::backend)?)
+                .arg(event.event.state().map_or("", |s| s.as_str()));
         }
         let (current, resent) = match invocation.invoke_async(&mut self.conn()).await {
             // The connection dropped (Redis restarted): the script may or may not have

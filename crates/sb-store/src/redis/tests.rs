@@ -156,7 +156,7 @@ async fn commit_tasks(store: &RedisStore, n: usize) -> HashSet<String> {
     ids
 }
 
-async fn drain(rx: &mut tokio::sync::broadcast::Receiver<StoredEvent>, seen: &mut Vec<String>) {
+async fn drain(rx: &mut tokio::sync::broadcast::Receiver<EventNotice>, seen: &mut Vec<String>) {
     while let Ok(Ok(event)) = timeout(Duration::from_millis(500), rx.recv()).await {
         seen.push(event.task_id.to_string());
     }
@@ -237,6 +237,54 @@ async fn entries_a_dead_consumer_left_pending_are_claimed() {
     let (count, ..): (i64, ::redis::Value, ::redis::Value, ::redis::Value) =
         ::redis::from_redis_value(pending).unwrap();
     assert_eq!(count, 0);
+}
+
+/// The all-tasks feed carries a notice of each event (task, seq, the state it left),
+/// not the event; an entry written before notices existed (the whole event) still reads.
+#[tokio::test]
+async fn the_all_tasks_feed_carries_notices_and_reads_entries_of_old() {
+    let redis = TestRedis::shared();
+    let (store, bus, prefix) = pair(redis, "notices").await;
+    let mut all = bus.subscribe_all("g").await.unwrap();
+    store.commit(new_commit("t", 0, 1)).await.unwrap();
+    let mut done = new_commit("t", 1, 2);
+    std::sync::Arc::make_mut(&mut done.record).task.status.state = TaskState::Completed;
+    let mut events = done.events.clone();
+    events[0].event = std::sync::Arc::new(sb_protocol::StreamResponse::Message(
+        sb_protocol::Message::agent_text("no state of its own"),
+    ));
+    done.events = events;
+    store.commit(done).await.unwrap();
+    let old = new_commit("u", 0, 1).events[0].to_stored_json().unwrap();
+    let old = String::from_utf8(old).unwrap();
+    let stream = format!("{prefix}events");
+    redis
+        .command(&["XADD", &stream, "*", "t", "u", "s", "1", "e", &old])
+        .await;
+    let mut notices = Vec::new();
+    for _ in 0..3 {
+        notices.push(timeout(WAIT, all.recv()).await.unwrap().unwrap());
+    }
+    let seen: Vec<(&str, u64, Option<TaskState>)> = notices
+        .iter()
+        .map(|n| (&*n.task_id, n.seq, n.state))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("t", 1, Some(TaskState::Submitted)),
+            ("t", 2, None),
+            ("u", 1, Some(TaskState::Submitted)),
+        ]
+    );
+    let entry = redis
+        .command(&["XREVRANGE", &stream, "+", "-", "COUNT", "2"])
+        .await;
+    let text = format!("{entry:?}");
+    assert!(
+        !text.contains("no state of its own"),
+        "events stay in the task's log: {text}"
+    );
 }
 
 #[tokio::test]

@@ -9,7 +9,8 @@
 --       9 "1" if the task is unfinished after this commit, else "0",
 --       10 for a create, the most unfinished tasks the principal may have ("0": no limit),
 --       11 the pub/sub channel that hears of a task's end (its id, when ARGV 9 is "0"),
---       then one (seq, event JSON) pair per event, seqs strictly increasing
+--       then one (seq, event JSON, state after it or "") triple per event, seqs strictly
+--       increasing
 -- Returns nil when written, "limit" when the open-task limit refused a create, else the
 -- stored seq ("0" when absent) as a string.
 
@@ -45,10 +46,12 @@ else
   redis.call('SREM', KEYS[6], ARGV[4])
 end
 
-for i = 12, #ARGV, 2 do
+-- The all-tasks stream carries a notice of each event, not the event: its readers go to
+-- the task's log for the rest.
+for i = 12, #ARGV, 3 do
   local seq, event = ARGV[i], ARGV[i + 1]
   redis.call('XADD', KEYS[2], seq .. '-0', 'e', event)
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 't', ARGV[4], 's', seq, 'e', event)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', 't', ARGV[4], 's', seq, 'st', ARGV[i + 2])
   redis.call('PUBLISH', ARGV[7], event)
 end
 
