@@ -282,9 +282,68 @@ pub async fn scaling(setup: &Setup, plan: &Plan, results: &mut Vec<Outcome>) {
         report(stream, results);
         if gateways == 1 && fanouts == 1 {
             report(redis_benchmark(&server, plan), results);
+            if let Some(outcome) = gateway_alone(setup, &server, plan).await {
+                report(outcome, results);
+            }
         }
         server.stop();
     }
+}
+
+/// B1 c=256 with the gateway alone on the servers' core and the rest of the deployment
+/// moved to the load generator's: what one gateway core serves when six other
+/// processes do not preempt it on every arrival (with the whole deployment on one
+/// core, its CPU per request is ~40% higher, mostly context switches). `None` where the
+/// servers are not pinned apart from the load generator.
+async fn gateway_alone(setup: &Setup, server: &Server, plan: &Plan) -> Option<Outcome> {
+    let server_cpus = setup.server_cpus.as_deref()?;
+    let own = std::fs::read_to_string("/proc/self/status").ok()?;
+    let own_cpus = own
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim()
+        .to_owned();
+    if own_cpus == server_cpus {
+        return None;
+    }
+    let gateways = server.pids_of("gateway");
+    let others: Vec<u32> = server
+        .pids
+        .iter()
+        .copied()
+        .filter(|pid| !gateways.contains(pid))
+        .collect();
+    let repin = |pids: &[u32], cpus: &str| {
+        pids.iter().all(|pid| {
+            Command::new("taskset")
+                .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    };
+    if !repin(&others, &own_cpus) {
+        repin(&others, server_cpus);
+        return None;
+    }
+    let mut unary_load = load(server, plan, 256);
+    unary_load.pids = gateways;
+    let outcome = scenarios::unary(
+        "B7 gateway alone B1 c=256",
+        &unary_load,
+        Unary::SendBlocking,
+        None,
+    )
+    .await;
+    repin(&others, server_cpus);
+    let cpu = outcome.get("cpu_us").filter(|c| *c > 0.0)?;
+    let mut outcome = outcome;
+    outcome.extra.retain(|(k, _)| k != "cpu_us");
+    Some(
+        outcome
+            .with("gateway_cpu_us", cpu)
+            .with("rps_per_gateway_core", 1e6 / cpu),
+    )
 }
 
 /// `redis-benchmark` on the deployment's Redis, on the load generator's core.
