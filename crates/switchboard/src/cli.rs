@@ -306,33 +306,3 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     drop(ctrl_c.await);
 }
-
-/// Accepted connections send at once (TCP_NODELAY): without it, a stream's small event
-/// writes and a response's last chunk wait for the client's delayed ACK, up to 40 ms.
-pub(crate) fn no_delay(
-    listener: TcpListener,
-) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
-    use axum::serve::ListenerExt;
-    listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    })
-}
-
-#[cfg(test)]
-mod no_delay_tests {
-    use axum::serve::Listener;
-
-    #[tokio::test]
-    async fn accepted_connections_send_without_delay() -> anyhow::Result<()> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let mut listener = super::no_delay(listener);
-        let (accepted, client) =
-            tokio::join!(listener.accept(), tokio::net::TcpStream::connect(addr));
-        let _client = client?;
-        assert!(accepted.0.nodelay()?);
-        Ok(())
-    }
-}

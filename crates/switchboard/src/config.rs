@@ -18,6 +18,8 @@ pub struct Config {
     /// The externally visible base URL written into cards; defaults to `http://{listen}`.
     pub public_url: Option<String>,
     pub max_body_bytes: usize,
+    /// Most bytes of an HTTP/1 request head (request line and headers): larger gets 431.
+    pub max_header_bytes: usize,
     /// The agent also served at the root.
     pub default_agent: Option<String>,
     /// Seconds to let streams and agent runs finish on shutdown.
@@ -164,6 +166,7 @@ impl Default for Config {
             memory: false,
             public_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_header_bytes: 8192,
             default_agent: Some("echo".into()),
             shutdown_grace_secs: 10,
             webhook_allow: Vec::new(),
@@ -368,6 +371,12 @@ fn validate(config: &Config) -> Result<(), String> {
     }
     if config.webhook_timeout_ms == 0 {
         return Err("webhook_timeout_ms must be positive".into());
+    }
+    if config.max_header_bytes < 8192 {
+        return Err(format!(
+            "max_header_bytes must be at least 8192, the smallest buffer hyper reads into (got {})",
+            config.max_header_bytes
+        ));
     }
     if config.max_body_bytes < 1024 {
         return Err(format!(
@@ -592,5 +601,7 @@ mod tests {
             ..Default::default()
         };
         assert!(load(None, missing).unwrap_err().contains("ghost"));
+        let small_head = load(Some("max_header_bytes = 4096"), Overrides::default());
+        assert!(small_head.unwrap_err().contains("at least 8192"));
     }
 }

@@ -8,12 +8,13 @@
 //! - [`split`]: any subset of the services, sharing state through Redis and calling
 //!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
 //! - `agents`, `backend`, `observe`: the configured agents, where state lives, metrics.
-//! - `mux`: HTTP and gRPC on one port, routed by content type.
+//! - `mux`: HTTP and gRPC on one port, routed by content type; `http`: the server loop.
 
 mod agents;
 mod backend;
 pub mod cli;
 pub mod config;
+mod http;
 mod mux;
 mod observe;
 pub mod serve;

@@ -111,13 +111,12 @@ pub async fn serve(
     let stopping = stop.clone();
     // The A2A gRPC binding shares the port with the HTTP ones.
     let app = crate::mux::by_protocol(grpc.into_axum_router(), app);
-    let server =
-        axum::serve(crate::cli::no_delay(listener), app).with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: draining streams and agent runs");
-            stopping.cancel();
-        });
-    server.await?;
+    crate::http::serve(listener, app, config.max_header_bytes, async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining streams and agent runs");
+        stopping.cancel();
+    })
+    .await;
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     if !host.drain(grace).await {
         tracing::warn!(

@@ -210,7 +210,7 @@ pub async fn serve_split(
         "switchboard serving"
     );
     let stopping = stop.clone();
-    serve(listener, app, async move {
+    crate::http::serve(listener, app, config.max_header_bytes, async move {
         shutdown.await;
         tracing::info!("shutting down");
         stopping.cancel();
@@ -231,73 +231,6 @@ pub async fn serve_split(
         backend.close().await;
     }
     Ok(())
-}
-
-/// Serves `app` (HTTP/1.1 and cleartext HTTP/2) on `listener` until `shutdown`, then
-/// waits for open connections to finish, as `axum::serve` does, but with HTTP/2 settings
-/// fit for the internal API: a gateway reaches each replica of a service over one
-/// connection, on which every turn it waits for and every event stream it relays is a
-/// stream of its own. hyper's default cap of 200 concurrent streams per connection made
-/// the 201st held stream of a gateway wait, unanswered, for one of the others to end.
-/// Concurrency at the edge is bounded per principal instead (`max_streams_per_principal`,
-/// `max_tasks_in_flight_per_principal`).
-async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Future<Output = ()>) {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto::Builder;
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
-
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http2()
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
-    let builder = Arc::new(builder);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
-        };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                accept_failed(e).await;
-                continue;
-            }
-        };
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-        let service = TowerToHyperService::new(app.clone());
-        let builder = builder.clone();
-        let connection = graceful.watcher();
-        tokio::spawn(async move {
-            let serving = builder.serve_connection(TokioIo::new(tcp), service);
-            if let Err(e) = connection.watch(serving).await {
-                tracing::trace!(error = %e, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
-}
-
-/// Concurrent HTTP/2 streams a peer may open on one connection (see [`serve`]).
-const MAX_STREAMS_PER_CONNECTION: u32 = 1_000_000;
-
-/// A failed accept: a connection reset before it was accepted is nothing; anything else
-/// (out of file descriptors) is logged and waited out, rather than spinning.
-async fn accept_failed(e: std::io::Error) {
-    use std::io::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
-    ) {
-        return;
-    }
-    tracing::error!(error = %e, "cannot accept a connection");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// The task-state service: tasks and push configs, the turn queue and the workers

@@ -583,6 +583,32 @@ async fn jwt_from_a_jwks_file() {
     assert_eq!(call(Some(forged)).await.unwrap().status(), 401);
 }
 
+/// A request head over `max_header_bytes` (8 KiB by default) is refused with 431, one
+/// just under it is served; `max_header_bytes` raises the limit.
+#[tokio::test]
+async fn request_heads_are_limited_to_max_header_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    let status = |base: String, header_bytes: usize| async move {
+        reqwest::Client::new()
+            .get(format!("{base}/.well-known/agent-card.json"))
+            .header("x-padding", "a".repeat(header_bytes))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let server = Server::start(&dir.path().join("default")).await;
+    assert_eq!(status(server.base.clone(), 7 * 1024).await, 200);
+    assert_eq!(status(server.base.clone(), 9 * 1024).await, 431);
+    drop(server);
+    std::fs::write(&config, "max_header_bytes = 32768\n").unwrap();
+    let config = config.to_str().unwrap();
+    let raised = Server::start_with(&dir.path().join("raised"), &["--config", config]).await;
+    assert_eq!(status(raised.base.clone(), 20 * 1024).await, 200);
+}
+
 /// `/metrics` counts requests by operation and outcome, task events by state, and open
 /// streams, in the Prometheus text format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
