@@ -96,6 +96,31 @@ async fn existing_task(server: &Server) -> anyhow::Result<String> {
     a2a::task_id(&reply.body).ok_or_else(|| anyhow::anyhow!("no task id in the answer"))
 }
 
+/// Waits until the turns the acknowledgment scenarios queued have run. A non-blocking
+/// send is acknowledged faster than a split deployment's worker completes tasks, so
+/// turns are left queued, and the next scenario's (B2's streams) would wait behind them
+/// and measure the backlog. A blocking send returns once its own turn, queued behind
+/// them, is over.
+async fn drain_backlog(server: &Server) {
+    let began = std::time::Instant::now();
+    let drained = tokio::time::timeout(
+        Duration::from_secs(600),
+        a2a::send_hello(&server.targets[0], "drain"),
+    )
+    .await;
+    match drained {
+        Ok(Ok(reply)) if a2a::is_completed(&reply.body) => {}
+        other => eprintln!("{}: the queued turns did not drain: {other:?}", server.name),
+    }
+    let waited = began.elapsed();
+    if waited > Duration::from_secs(1) {
+        eprintln!(
+            "{}: waited {waited:.1?} for queued turns to run",
+            server.name
+        );
+    }
+}
+
 /// B1–B3, B5 and B6 against one running server.
 pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outcome>) {
     let name = server.name.as_str();
@@ -130,6 +155,7 @@ pub async fn scenarios_for(server: &Server, plan: &Plan, results: &mut Vec<Outco
         .with("offered_rps", half);
         report(outcome, results);
     }
+    drain_backlog(server).await;
     report(
         scenarios::stream("B2 c=32", &load(server, plan, 32)).await,
         results,

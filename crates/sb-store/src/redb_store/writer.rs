@@ -59,11 +59,14 @@ pub(super) enum WriteOp {
     DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
 }
 
-/// Longest a request waits for others to share its commit.
-const GATHER_WINDOW: Duration = Duration::from_micros(1000);
+/// Longest a request waits for others to share its commit. Short: under load, batches
+/// form on their own while the previous one is being fsynced, and a longer wait only
+/// adds latency (at 1 ms, B1 at c=32 waited on the window: 12.7k tasks/s at 60 µs of
+/// CPU each against 17.8k at 52 µs with this one, on the same host).
+const GATHER_WINDOW: Duration = Duration::from_micros(150);
 /// A pause this long with nothing new ends the gathering early.
-const GATHER_QUIET: Duration = Duration::from_micros(500);
-const GATHER_POLL: Duration = Duration::from_micros(100);
+const GATHER_QUIET: Duration = Duration::from_micros(100);
+const GATHER_POLL: Duration = Duration::from_micros(50);
 
 /// Why the store takes no more writes until it is reopened (see [`RedbStore::fault`]).
 ///
