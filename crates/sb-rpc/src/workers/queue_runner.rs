@@ -104,26 +104,35 @@ mod tests {
     use sb_store::{RedisBus, RedisStore, RedisWorkQueue};
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 
-    /// A full queue rejects the task (the agent was never tried), with the reason; a
-    /// queue with room takes the turn.
-    #[tokio::test]
-    async fn a_full_queue_rejects_the_task() {
-        let redis = TestRedis::shared();
-        let prefix = TestRedis::prefix("queue-runner");
+    /// A runner for agent "a" under `policy`, on Redis, with its task service and queue.
+    async fn runner_on(
+        redis: &TestRedis,
+        name: &str,
+        policy: QueuePolicy,
+    ) -> (QueueRunner, Arc<LocalTaskService>, Arc<RedisWorkQueue>) {
+        let prefix = TestRedis::prefix(name);
         let store = Arc::new(RedisStore::connect(redis.url(), &prefix).await.unwrap());
         let bus = Arc::new(RedisBus::connect(redis.url(), &prefix).await.unwrap());
         let queue = Arc::new(RedisWorkQueue::connect(redis.url(), &prefix).await.unwrap());
         let tasks = Arc::new(LocalTaskService::new(store, bus.clone()));
-        let policy = QueuePolicy {
-            max_queued: 1,
-            ..QueuePolicy::default()
-        };
         let runner = QueueRunner {
             queue: queue.clone(),
             bus,
             tasks: tasks.clone(),
             policies: Arc::new([("a".to_owned(), policy)].into()),
         };
+        (runner, tasks, queue)
+    }
+
+    /// A full queue rejects the task (the agent was never tried), with the reason; a
+    /// queue with room takes the turn.
+    #[tokio::test]
+    async fn a_full_queue_rejects_the_task() {
+        let policy = QueuePolicy {
+            max_queued: 1,
+            ..QueuePolicy::default()
+        };
+        let (runner, tasks, queue) = runner_on(TestRedis::shared(), "queue-runner", policy).await;
         let scope = Scope {
             agent: "a".into(),
             owner: String::new(),
@@ -163,17 +172,7 @@ mod tests {
     async fn a_lost_turn_signal_waits_for_the_task_to_settle() {
         // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
         let redis = TestRedis::spawn();
-        let prefix = TestRedis::prefix("lost-turn");
-        let store = Arc::new(RedisStore::connect(redis.url(), &prefix).await.unwrap());
-        let bus = Arc::new(RedisBus::connect(redis.url(), &prefix).await.unwrap());
-        let queue = Arc::new(RedisWorkQueue::connect(redis.url(), &prefix).await.unwrap());
-        let tasks = Arc::new(LocalTaskService::new(store, bus.clone()));
-        let runner = QueueRunner {
-            queue,
-            bus,
-            tasks: tasks.clone(),
-            policies: Arc::new([("a".to_owned(), QueuePolicy::default())].into()),
-        };
+        let (runner, tasks, _) = runner_on(&redis, "lost-turn", QueuePolicy::default()).await;
         let message = Message {
             role: Role::User,
             ..Message::agent_text("work")
