@@ -68,13 +68,28 @@ impl TurnRunner for QueueRunner {
         // Pushing is idempotent per turn, so it may be retried.
         let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
         if queued.map_err(unavailable)? {
-            let (tasks, scope) = (self.tasks.clone(), scope_of(record));
+            let (tasks, bus, scope) = (self.tasks.clone(), self.bus.clone(), scope_of(record));
             return Ok(async move {
-                match turn.await {
-                    Ok(()) => None,
-                    // The bus lost its connection, and the announcement with it: a turn
-                    // still running must not look over (a stream would end mid-turn).
-                    Err(_) => read_until_settled(&*tasks, &scope, &task_id).await,
+                if turn.await.is_ok() {
+                    return None;
+                }
+                // The bus lost its connection, and maybe the announcement with it: a turn
+                // still running must not look over (a stream would end mid-turn). Its end
+                // is then the task ending or waiting, or an announcement heard once the
+                // bus is back (a turn that leaves its task working).
+                let heard_again = async {
+                    let again = with_retries(|| bus.watch_turn(&key)).await;
+                    let heard = match again {
+                        Ok(turn) => turn.await.is_ok(),
+                        Err(_) => false,
+                    };
+                    if !heard {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    settled = read_until_settled(&*tasks, &scope, &task_id) => settled,
+                    () = heard_again => None,
                 }
             }
             .boxed());
@@ -206,5 +221,62 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(over.state(), TaskState::Completed);
+    }
+
+    /// A turn that leaves its task working is still seen to end when its end is
+    /// announced after the bus lost, and got back, its connection.
+    #[tokio::test]
+    async fn a_turn_announced_after_its_signal_was_lost_is_still_heard() {
+        // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
+        let redis = TestRedis::spawn();
+        let (runner, tasks, queue) = runner_on(&redis, "heard-again", QueuePolicy::default()).await;
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("keep it open")
+        };
+        let new = NewTask {
+            scope: Scope {
+                agent: "a".into(),
+                owner: String::new(),
+            },
+            message: message.clone(),
+            metadata: None,
+        };
+        let record = tasks.create(new).await.unwrap();
+        let mut turn = runner.dispatch(&record, message).await.unwrap();
+        let leased = queue
+            .take(
+                &["a".to_owned()],
+                "worker",
+                1,
+                std::time::Duration::from_secs(1),
+            )
+            .await
+            .unwrap();
+        redis.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).await;
+        let early = tokio::time::timeout(std::time::Duration::from_millis(500), &mut turn).await;
+        assert!(early.is_err(), "over while the task works: {early:?}");
+        // Announced until heard: the runner watches again once the bus is back.
+        let key = leased[0].item.turn_key();
+        let over = async {
+            loop {
+                runner.bus.announce_turn_over(&key).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        let heard = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            tokio::select! {
+                heard = &mut turn => heard,
+                () = over => unreachable!(),
+            }
+        })
+        .await
+        .unwrap();
+        assert!(heard.is_none(), "over, with the task left working");
+        let now = tasks
+            .get(&scope_of(&record), &record.task.id)
+            .await
+            .unwrap();
+        assert!(!now.state().is_terminal());
     }
 }
