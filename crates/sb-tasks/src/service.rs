@@ -20,6 +20,16 @@ pub struct Scope {
     pub owner: String,
 }
 
+impl Scope {
+    /// The scope a stored task belongs to.
+    pub fn of(record: &TaskRecord) -> Scope {
+        Scope {
+            agent: record.agent.clone(),
+            owner: record.owner.clone(),
+        }
+    }
+}
+
 /// A new task for an agent, created from the user's first message.
 #[derive(Clone, Debug)]
 pub struct NewTask {

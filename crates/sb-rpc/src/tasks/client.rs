@@ -285,11 +285,7 @@ impl TurnRunner for TaskStateClient {
             .map_err(error_from)?
             .into_inner();
         queued(&mut progress).await?;
-        let scope = Scope {
-            agent: record.agent.clone(),
-            owner: record.owner.clone(),
-        };
-        Ok(self.turn_over(progress, scope, record.task.id.clone()))
+        Ok(self.turn_over(progress, Scope::of(record), record.task.id.clone()))
     }
 
     /// One call: the task-state service creates the task and queues its turn.

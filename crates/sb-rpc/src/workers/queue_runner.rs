@@ -25,13 +25,6 @@ fn unavailable(e: impl std::fmt::Display) -> A2AError {
     A2AError::internal("the agent turn queue is unavailable; try again").retryable(true)
 }
 
-fn scope_of(record: &TaskRecord) -> Scope {
-    Scope {
-        agent: record.agent.clone(),
-        owner: record.owner.clone(),
-    }
-}
-
 #[async_trait]
 impl TurnRunner for QueueRunner {
     fn serves(&self, agent: &str) -> bool {
@@ -68,7 +61,7 @@ impl TurnRunner for QueueRunner {
         // Pushing is idempotent per turn, so it may be retried.
         let queued = with_retries(|| self.queue.push(&item, policy.max_queued)).await;
         if queued.map_err(unavailable)? {
-            let (tasks, bus, scope) = (self.tasks.clone(), self.bus.clone(), scope_of(record));
+            let (tasks, bus, scope) = (self.tasks.clone(), self.bus.clone(), Scope::of(record));
             return Ok(async move {
                 if turn.await.is_ok() {
                     return None;
@@ -274,7 +267,7 @@ mod tests {
         .unwrap();
         assert!(heard.is_none(), "over, with the task left working");
         let now = tasks
-            .get(&scope_of(&record), &record.task.id)
+            .get(&Scope::of(&record), &record.task.id)
             .await
             .unwrap();
         assert!(!now.state().is_terminal());
