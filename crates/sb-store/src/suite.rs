@@ -280,14 +280,14 @@ pub async fn push_configs_crud(store: &dyn PushConfigStore) {
     assert_eq!(store.list_all_push_configs().await.unwrap().len(), 2);
     let asked = ["t", "nobody", "t2"].map(String::from).to_vec();
     assert_eq!(
-        store.with_push_configs(asked.clone()).await.unwrap(),
+        store.with_push_configs(&asked).await.unwrap(),
         ["t", "t2"],
         "the tasks with configs, in the order asked"
     );
     store.delete_push_configs("t").await.unwrap();
     assert!(store.list_push_configs("t").await.unwrap().is_empty());
     assert_eq!(store.list_push_configs("t2").await.unwrap().len(), 1);
-    assert_eq!(store.with_push_configs(asked).await.unwrap(), ["t2"]);
+    assert_eq!(store.with_push_configs(&asked).await.unwrap(), ["t2"]);
 }
 
 pub async fn dead_letters_round_trip(store: &dyn DeadLetterStore) {

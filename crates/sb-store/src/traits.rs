@@ -99,10 +99,11 @@ pub trait PushConfigStore: Send + Sync + std::fmt::Debug + 'static {
     }
     /// Of `task_ids`, those that may have configs: one look for a burst of tasks where
     /// the answer is not in memory (a shared store).
-    async fn with_push_configs(&self, task_ids: Vec<String>) -> StoreResult<Vec<String>> {
+    async fn with_push_configs(&self, task_ids: &[String]) -> StoreResult<Vec<String>> {
         Ok(task_ids
-            .into_iter()
+            .iter()
             .filter(|id| self.may_have_push_configs(id))
+            .cloned()
             .collect())
     }
     /// Records that a config has been served every event up to `seq`. Only moves forward,

@@ -253,7 +253,7 @@ impl Dispatcher {
     /// The tasks of a burst that may have configs (all of them if the store cannot say).
     async fn with_push_configs(&self, tasks: sb_store::IdSet<String>) -> Vec<String> {
         let tasks: Vec<String> = tasks.into_iter().collect();
-        match self.inner.configs.with_push_configs(tasks.clone()).await {
+        match self.inner.configs.with_push_configs(&tasks).await {
             Ok(with) => with,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot look up which tasks have push configs; reading each");

@@ -151,20 +151,21 @@ impl PushConfigStore for RedisStore {
 
     /// One SMISMEMBER on the set of tasks with configs: the dispatcher then reads configs
     /// only for those, not two hashes for every task that had an event.
-    async fn with_push_configs(&self, task_ids: Vec<String>) -> StoreResult<Vec<String>> {
+    async fn with_push_configs(&self, task_ids: &[String]) -> StoreResult<Vec<String>> {
         if task_ids.is_empty() {
-            return Ok(task_ids);
+            return Ok(Vec::new());
         }
         let members: Vec<bool> = ::redis::cmd("SMISMEMBER")
             .arg(self.keys.push_tasks())
-            .arg(&task_ids)
+            .arg(task_ids)
             .query_async(&mut self.conn())
             .await
             .map_err(self.err("look up tasks with push configs"))?;
         Ok(task_ids
-            .into_iter()
+            .iter()
             .zip(members)
-            .filter_map(|(id, member)| member.then_some(id))
+            .filter(|(_, member)| *member)
+            .map(|(id, _)| id.clone())
             .collect())
     }
 
