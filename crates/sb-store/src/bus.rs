@@ -32,14 +32,11 @@ struct Channels {
 }
 
 impl Channels {
-    /// Drops unwatched channels once their number has doubled since the last sweep, so
-    /// a subscription costs O(1) amortised, not a walk over every watched task.
+    /// Drops the channels nobody watches any more (see [`crate::sweep_when_doubled`]).
     fn sweep_if_due(&mut self) {
-        if self.by_task.len() < self.sweep_at {
-            return;
-        }
-        self.by_task.retain(|_, sender| sender.receiver_count() > 0);
-        self.sweep_at = (self.by_task.len() * 2).max(64);
+        crate::sweep_when_doubled(&mut self.by_task, &mut self.sweep_at, |_, sender| {
+            sender.receiver_count() > 0
+        });
     }
 }
 

@@ -37,6 +37,22 @@ pub mod watchers;
 pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub type IdSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+/// Keeps only the entries of `map` that `keep` holds live, once the map has doubled
+/// since the last sweep (`sweep_at` remembers when that is): for maps whose entries go
+/// stale when their watchers leave, so an insertion costs O(1) amortised, not a walk
+/// over every live entry.
+pub(crate) fn sweep_when_doubled<K, V>(
+    map: &mut IdMap<K, V>,
+    sweep_at: &mut usize,
+    keep: impl FnMut(&K, &mut V) -> bool,
+) {
+    if map.len() < *sweep_at {
+        return;
+    }
+    map.retain(keep);
+    *sweep_at = (map.len() * 2).max(64);
+}
+
 pub use bus::LocalBus;
 pub use memory::MemoryStore;
 pub use queue::{Leased, WorkItem, WorkQueue};

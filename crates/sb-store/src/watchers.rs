@@ -8,20 +8,16 @@ use crate::IdMap;
 #[derive(Debug, Default)]
 pub struct Watchers {
     by_key: IdMap<String, Vec<oneshot::Sender<()>>>,
-    /// Watchers whose waiter gave up are dropped once the map has doubled since the last
-    /// sweep: a watch costs O(1) amortised, not a walk over every waiting key.
+    /// When watchers whose waiter gave up are next dropped ([`crate::sweep_when_doubled`]).
     sweep_at: usize,
 }
 
 impl Watchers {
     pub fn watch(&mut self, key: &str) -> oneshot::Receiver<()> {
-        if self.by_key.len() >= self.sweep_at {
-            self.by_key.retain(|_, list| {
-                list.retain(|w| !w.is_closed());
-                !list.is_empty()
-            });
-            self.sweep_at = (self.by_key.len() * 2).max(64);
-        }
+        crate::sweep_when_doubled(&mut self.by_key, &mut self.sweep_at, |_, list| {
+            list.retain(|w| !w.is_closed());
+            !list.is_empty()
+        });
         let (sender, receiver) = oneshot::channel();
         self.by_key.entry(key.to_owned()).or_default().push(sender);
         receiver
