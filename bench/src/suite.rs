@@ -283,27 +283,10 @@ pub async fn scaling(setup: &Setup, plan: &Plan, results: &mut Vec<Outcome>) {
                 continue;
             }
         };
-        let gateway_pids = server.pids_of("gateway");
-        let mut unary_load = load(&server, plan, 256);
-        let all_pids = std::mem::replace(&mut unary_load.pids, gateway_pids.clone());
-        // CPU of the gateways alone first (rps per gateway core), then of everything.
-        let outcome = scenarios::unary(
-            &format!("{label} B1 c=256"),
-            &unary_load,
-            Unary::SendBlocking,
-            None,
-        )
-        .await;
-        let gateway_cpu = outcome.get("cpu_us");
-        unary_load.pids = all_pids;
-        let mut outcome = outcome;
-        outcome.extra.retain(|(k, _)| k != "cpu_us");
-        if let Some(cpu) = gateway_cpu.filter(|c| *c > 0.0) {
-            outcome = outcome
-                .with("gateway_cpu_us", cpu)
-                .with("rps_per_gateway_core", 1e6 / cpu);
-        }
-        report(outcome, results);
+        report(
+            gateway_b1(&format!("{label} B1 c=256"), &server, plan).await,
+            results,
+        );
         let stream = scenarios::stream(&format!("{label} B2 c=32"), &load(&server, plan, 32)).await;
         report(stream, results);
         if gateways == 1 && fanouts == 1 {
@@ -352,24 +335,25 @@ async fn gateway_alone(setup: &Setup, server: &Server, plan: &Plan) -> Option<Ou
         repin(&others, server_cpus);
         return None;
     }
-    let mut unary_load = load(server, plan, 256);
-    unary_load.pids = gateways;
-    let outcome = scenarios::unary(
-        "B7 gateway alone B1 c=256",
-        &unary_load,
-        Unary::SendBlocking,
-        None,
-    )
-    .await;
+    let outcome = gateway_b1("B7 gateway alone B1 c=256", server, plan).await;
     repin(&others, server_cpus);
-    let cpu = outcome.get("cpu_us").filter(|c| *c > 0.0)?;
-    let mut outcome = outcome;
+    outcome.get("gateway_cpu_us").map(|_| outcome)
+}
+
+/// B1 c=256 on a split deployment, with the CPU of its gateways alone: per request, and
+/// as requests per gateway core.
+async fn gateway_b1(name: &str, server: &Server, plan: &Plan) -> Outcome {
+    let mut unary_load = load(server, plan, 256);
+    unary_load.pids = server.pids_of("gateway");
+    let mut outcome = scenarios::unary(name, &unary_load, Unary::SendBlocking, None).await;
+    let gateway_cpu = outcome.get("cpu_us");
     outcome.extra.retain(|(k, _)| k != "cpu_us");
-    Some(
-        outcome
+    match gateway_cpu.filter(|c| *c > 0.0) {
+        Some(cpu) => outcome
             .with("gateway_cpu_us", cpu)
             .with("rps_per_gateway_core", 1e6 / cpu),
-    )
+        None => outcome,
+    }
 }
 
 /// `redis-benchmark` on the deployment's Redis, on the load generator's core.
