@@ -132,6 +132,29 @@ mod tests {
         (runner, tasks, queue)
     }
 
+    /// A new task of agent "a" whose first turn `runner` dispatched.
+    async fn dispatched(
+        runner: &QueueRunner,
+        tasks: &LocalTaskService,
+        text: &str,
+    ) -> (TaskRecord, TurnOver) {
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text(text)
+        };
+        let new = NewTask {
+            scope: Scope {
+                agent: "a".into(),
+                owner: String::new(),
+            },
+            message: message.clone(),
+            metadata: None,
+        };
+        let record = tasks.create(new).await.unwrap();
+        let turn = runner.dispatch(&record, message).await.unwrap();
+        (record, turn)
+    }
+
     /// A full queue rejects the task (the agent was never tried), with the reason; a
     /// queue with room takes the turn.
     #[tokio::test]
@@ -141,25 +164,15 @@ mod tests {
             ..QueuePolicy::default()
         };
         let (runner, tasks, queue) = runner_on(TestRedis::shared(), "queue-runner", policy).await;
+        let mut records = Vec::new();
+        for _ in 0..2 {
+            let (record, _turn) = dispatched(&runner, &tasks, "work").await;
+            records.push(record.task.id);
+        }
         let scope = Scope {
             agent: "a".into(),
             owner: String::new(),
         };
-        let mut records = Vec::new();
-        for _ in 0..2 {
-            let message = Message {
-                role: Role::User,
-                ..Message::agent_text("work")
-            };
-            let new = NewTask {
-                scope: scope.clone(),
-                message: message.clone(),
-                metadata: None,
-            };
-            let record = tasks.create(new).await.unwrap();
-            let _turn = runner.dispatch(&record, message).await.unwrap();
-            records.push(record.task.id);
-        }
         let first = tasks.get(&scope, &records[0]).await.unwrap();
         assert_eq!(
             first.state(),
@@ -181,21 +194,7 @@ mod tests {
         // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
         let redis = TestRedis::spawn();
         let (runner, tasks, _) = runner_on(&redis, "lost-turn", QueuePolicy::default()).await;
-        let message = Message {
-            role: Role::User,
-            ..Message::agent_text("work")
-        };
-        let scope = Scope {
-            agent: "a".into(),
-            owner: String::new(),
-        };
-        let new = NewTask {
-            scope,
-            message: message.clone(),
-            metadata: None,
-        };
-        let record = tasks.create(new).await.unwrap();
-        let mut turn = runner.dispatch(&record, message).await.unwrap();
+        let (record, mut turn) = dispatched(&runner, &tasks, "work").await;
         let working = TaskUpdate::Status {
             state: TaskState::Working,
             message: None,
@@ -223,20 +222,7 @@ mod tests {
         // Private: CLIENT KILL would hit every test's pub/sub connection on a shared server.
         let redis = TestRedis::spawn();
         let (runner, tasks, queue) = runner_on(&redis, "heard-again", QueuePolicy::default()).await;
-        let message = Message {
-            role: Role::User,
-            ..Message::agent_text("keep it open")
-        };
-        let new = NewTask {
-            scope: Scope {
-                agent: "a".into(),
-                owner: String::new(),
-            },
-            message: message.clone(),
-            metadata: None,
-        };
-        let record = tasks.create(new).await.unwrap();
-        let mut turn = runner.dispatch(&record, message).await.unwrap();
+        let (record, mut turn) = dispatched(&runner, &tasks, "keep it open").await;
         let leased = queue
             .take(
                 &["a".to_owned()],
