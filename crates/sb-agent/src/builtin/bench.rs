@@ -77,8 +77,12 @@ impl Agent for BenchAgent {
         match parse(&ctx.message.text()) {
             Command::Echo => EchoAgent.execute(ctx, reporter).await,
             Command::Hold => {
+                // Keeps only what it waits on, as an agent waiting on something outside
+                // would: B4 measures what a held task costs the server, not the agent.
+                let cancel = ctx.cancel.clone();
+                drop(ctx);
                 reporter.working(None).await?;
-                ctx.cancel.cancelled().await;
+                cancel.cancelled().await;
                 Ok(())
             }
             // Boxed: a held run (thousands at once in B4) keeps only the small `hold` state.

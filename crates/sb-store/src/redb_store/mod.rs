@@ -75,6 +75,11 @@ struct Hot {
     /// first, no gap up to the latest): a subscriber or the webhook dispatcher reading
     /// what was just committed needs no disk read.
     events: crate::IdMap<std::sync::Arc<str>, std::collections::VecDeque<StoredEvent>>,
+    /// Every event put in `events`, oldest first, to drop the oldest beyond
+    /// [`RECENT_EVENTS_IN_ALL`]: without that bound the cache grew with the number of
+    /// open tasks (a task held open for hours kept its first events, its full snapshot
+    /// among them, ~1.7 KB, the whole time).
+    events_in_order: std::collections::VecDeque<(std::sync::Arc<str>, u64)>,
     /// Every task with at least one push config (loaded when the store opens), so a
     /// task without one costs no read per event. May also hold tasks whose last
     /// config was deleted one by one: it only ever answers "none" for sure.
@@ -101,6 +106,12 @@ const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Events kept in memory per task in [`Hot::records`].
 const RECENT_EVENTS: usize = 8;
+
+/// Events kept in memory over all tasks: what was committed in the last few tens of
+/// milliseconds at full speed (~60k events/s), which is when its readers come (a new
+/// stream's replay after its snapshot, the dispatcher behind by a batch, a subscriber
+/// that lagged the bus). Older events are read from the file.
+const RECENT_EVENTS_IN_ALL: usize = 4096;
 
 impl Hot {
     fn seq_of(&self, task_id: &str) -> Option<u64> {
@@ -132,12 +143,15 @@ impl Hot {
             self.records.insert(task_id, record);
         }
         for event in changes.events {
+            self.events_in_order
+                .push_back((event.task_id.clone(), event.seq));
             let recent = self.events.entry(event.task_id.clone()).or_default();
             recent.push_back(event);
             if recent.len() > RECENT_EVENTS {
                 recent.pop_front();
             }
         }
+        self.drop_oldest_events();
         self.trim();
         for task_id in changes.deleted {
             self.forget(&task_id);
@@ -151,6 +165,26 @@ impl Hot {
                 self.push.remove(&task_id);
             } else {
                 self.push.insert(task_id, configs);
+            }
+        }
+    }
+
+    /// Drops the oldest events beyond [`RECENT_EVENTS_IN_ALL`]. A task's events are in
+    /// sequence order in both lists, so each one dropped is at the front of its task's,
+    /// unless the per-task bound or `forget` dropped it already.
+    fn drop_oldest_events(&mut self) {
+        while self.events_in_order.len() > RECENT_EVENTS_IN_ALL {
+            let Some((task_id, seq)) = self.events_in_order.pop_front() else {
+                break;
+            };
+            let Some(recent) = self.events.get_mut(&task_id) else {
+                continue;
+            };
+            while recent.front().is_some_and(|e| e.seq <= seq) {
+                recent.pop_front();
+            }
+            if recent.is_empty() {
+                self.events.remove(&task_id);
             }
         }
     }

@@ -467,6 +467,40 @@ async fn recent_events_answer_from_memory_without_a_gap() {
 }
 
 #[tokio::test]
+async fn events_in_memory_are_bounded_over_all_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    // One event per task: the first tasks' events leave memory, not their records.
+    let tasks = RECENT_EVENTS_IN_ALL + 10;
+    for i in 0..tasks {
+        let commit = crate::suite::new_commit(&format!("t{i}"), 0, 1);
+        store.commit(commit).await.unwrap();
+    }
+    {
+        let hot = store.hot.read();
+        assert_eq!(hot.events.len(), RECENT_EVENTS_IN_ALL);
+        assert!(!hot.events.contains_key("t0") && hot.records.contains_key("t0"));
+        assert!(hot.events_after("t0", 0, 10).is_none(), "not from memory");
+        let last = format!("t{}", tasks - 1);
+        assert_eq!(hot.events_after(&last, 0, 10).unwrap().len(), 1);
+    }
+    // A task with newer events keeps them when its older ones are dropped.
+    store
+        .commit(crate::suite::new_commit("t10", 1, 2))
+        .await
+        .unwrap();
+    for i in tasks..tasks + 20 {
+        let commit = crate::suite::new_commit(&format!("t{i}"), 0, 1);
+        store.commit(commit).await.unwrap();
+    }
+    let recent = |id: &str| store.hot.read().events.get(id).map(|e| e.len());
+    assert_eq!(recent("t10"), Some(1), "seq 1 dropped, seq 2 kept");
+    let from_file = store.events_after("t0", 0, 10).await.unwrap();
+    assert_eq!(from_file.iter().map(|e| e.seq).collect::<Vec<_>>(), [1]);
+    assert!(store.hot.read().events_in_order.len() <= RECENT_EVENTS_IN_ALL);
+}
+
+#[tokio::test]
 async fn cached_push_configs_follow_every_change() {
     let (_dir, store) = store_with_task("t1").await;
     let ids = |configs: Vec<PushConfigRecord>| {
