@@ -155,7 +155,13 @@ impl AgentHost {
             let mut turn_over = Some(turn_over);
             // The watch runs inside the run, not as a task of its own: one task per turn,
             // and a held run costs one future less.
+            // Biased, the agent first: its own final report also ends the task, and the
+            // commit wakes this run for the task's end before the agent hears its report
+            // is durable; polled in random order, the end was often taken first, canceling
+            // a finished agent and arming the grace timer (a timer registration, a wake of
+            // the I/O driver) for nothing.
             let outcome = tokio::select! {
+                biased;
                 result = agent.execute(ctx, reporter) => Some(result),
                 () = async {
                     tokio::select! {
@@ -335,6 +341,40 @@ mod tests {
             1,
             "read when the wait ran out"
         );
+    }
+
+    /// Completes, then notes whether its cancel had fired by the time it heard so.
+    #[derive(Debug, Default)]
+    struct CompletesAndLooks {
+        saw_cancel: AtomicBool,
+    }
+
+    #[async_trait]
+    impl Agent for CompletesAndLooks {
+        fn describe(&self) -> AgentDescriptor {
+            WaitsForCancel::default().describe()
+        }
+
+        async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            reporter.complete(None).await?;
+            if ctx.cancel.is_cancelled() {
+                self.saw_cancel.store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_ends_its_task_is_not_canceled_by_that_end() {
+        let agent = Arc::new(CompletesAndLooks::default());
+        let (host, _store, _tasks) = host_of(agent.clone());
+        // The task's end and the agent's answer wake the run together; taken in random
+        // order, about half of these turns saw their own end as a cancellation.
+        for _ in 0..30 {
+            let (_, turn) = host.start(new_task("hi")).await.unwrap();
+            turn.await.unwrap();
+        }
+        assert!(!agent.saw_cancel.load(Ordering::SeqCst));
     }
 
     /// Reports a burst the task service refuses as a whole: completed, then working.
