@@ -10,7 +10,6 @@
 //! watchers' backs, because what was published while the connection was down is gone from
 //! pub/sub and only a re-read of the log finds it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,8 +26,11 @@ use crate::traits::*;
 use crate::watchers::Watchers;
 
 /// How many events a slow watcher may fall behind before it must refill from the log.
-const CHANNEL_CAPACITY: usize = 256;
-/// How often channels nobody watches any more are unsubscribed, besides on each subscribe.
+/// A watched task's channel holds its slots from the start (~0.1 KB each): at 256, a
+/// fan-out node holding 10k idle streams kept ~240 MB of empty slots.
+const CHANNEL_CAPACITY: usize = 32;
+/// How often channels nobody watches any more are unsubscribed, besides when a new
+/// subscription finds the routes doubled since the last sweep.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -70,7 +72,11 @@ struct Backoff {
 struct Routes {
     /// The connection whose reader is running; `None` once it broke.
     live: Option<u64>,
-    channels: HashMap<String, Route>,
+    channels: crate::IdMap<String, Route>,
+    /// A subscription sweeps when `channels` has grown to this (see
+    /// [`crate::sweep_when_doubled`]): sweeping on every subscription walked every
+    /// route, O(streams held) per new stream.
+    sweep_at: usize,
 }
 
 enum Route {
@@ -166,7 +172,7 @@ impl PubSub {
         attach: impl Fn(&mut Route) -> Option<T>,
     ) -> StoreResult<T> {
         let mut control = self.control.lock().await;
-        self.sweep(&mut control).await;
+        self.sweep(&mut control, Sweep::WhenDoubled).await;
         // A connection can break between being checked and being used; try a fresh one
         // once before giving up.
         for _ in 0..2 {
@@ -286,7 +292,7 @@ impl PubSub {
     }
 
     /// Unsubscribes the channels nobody watches any more.
-    async fn sweep(&self, control: &mut Control) {
+    async fn sweep(&self, control: &mut Control, when: Sweep) {
         let Some(conn) = &control.conn else {
             return;
         };
@@ -295,14 +301,22 @@ impl PubSub {
             if routes.live != Some(conn.generation) {
                 return;
             }
+            let routes = &mut *routes;
+            if when == Sweep::Now {
+                routes.sweep_at = 0;
+            }
             let mut idle = Vec::new();
-            routes.channels.retain(|channel, route| {
-                let watched = route.watched();
-                if !watched {
-                    idle.push(channel.clone());
-                }
-                watched
-            });
+            crate::sweep_when_doubled(
+                &mut routes.channels,
+                &mut routes.sweep_at,
+                |channel, route| {
+                    let watched = route.watched();
+                    if !watched {
+                        idle.push(channel.clone());
+                    }
+                    watched
+                },
+            );
             idle
         };
         if idle.is_empty() {
@@ -314,6 +328,13 @@ impl PubSub {
             tracing::debug!(error = %e, "redis unsubscribe failed");
         }
     }
+}
+
+/// Whether a sweep walks the routes whatever their number.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    Now,
+    WhenDoubled,
 }
 
 fn mixed_up(channel: &str) -> StoreError {
@@ -373,7 +394,7 @@ async fn sweep_periodically(pubsub: Arc<PubSub>, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            _ = ticks.tick() => pubsub.sweep(&mut *pubsub.control.lock().await).await,
+            _ = ticks.tick() => pubsub.sweep(&mut *pubsub.control.lock().await, Sweep::Now).await,
         }
     }
 }
