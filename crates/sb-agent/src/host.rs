@@ -25,9 +25,14 @@ pub(crate) struct Launched {
     /// `None` when the task was created before its agent started (a task service that
     /// cannot draft).
     pub(crate) first_round: Option<Arc<TaskRecord>>,
-    /// Resolves when the turn is over.
-    pub(crate) turn: oneshot::Receiver<()>,
+    /// Resolves when the turn is over (see [`TurnSignal`]).
+    pub(crate) turn: TurnSignal,
 }
+
+/// Resolves when a turn is over: with an error when the turn's end could not be stored
+/// (the agent's last report was refused, and so was the task's failure after it), so
+/// whoever waits is not answered with the task as it stood before.
+pub type TurnSignal = oneshot::Receiver<Result<(), A2AError>>;
 
 #[derive(Debug, Clone)]
 pub struct AgentHost {
@@ -63,7 +68,7 @@ impl AgentHost {
     /// receiver resolves when the turn is over (whatever state the task is in then) or,
     /// sooner, once the task has ended (an agent that is slow to stop after a
     /// cancellation does not hold up whoever waits).
-    pub fn dispatch(&self, record: &TaskRecord, message: Message) -> oneshot::Receiver<()> {
+    pub fn dispatch(&self, record: &TaskRecord, message: Message) -> TurnSignal {
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
         self.run(record, message, reporter).0
     }
@@ -74,10 +79,7 @@ impl AgentHost {
     /// instead of two. Returns the task as created (submitted) once that is durable, or
     /// why it could not be created (the agent is then canceled, and its reports are
     /// refused). Where the task service cannot draft tasks, creates, then dispatches.
-    pub async fn start(
-        &self,
-        new: NewTask,
-    ) -> Result<(TaskRecord, oneshot::Receiver<()>), A2AError> {
+    pub async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnSignal), A2AError> {
         let launched = self.launch(new).await?;
         Ok((launched.submitted, launched.turn))
     }
@@ -124,7 +126,7 @@ impl AgentHost {
         record: &TaskRecord,
         message: Message,
         reporter: Reporter,
-    ) -> (oneshot::Receiver<()>, CancellationToken) {
+    ) -> (TurnSignal, CancellationToken) {
         let (turn_over, turn) = oneshot::channel();
         let cancel = CancellationToken::new();
         let Some(agent) = self.agents.get(&record.agent).cloned() else {
@@ -147,8 +149,7 @@ impl AgentHost {
                 Ok(watch) => watch,
                 Err(e) => {
                     let reason = AgentError(format!("cannot watch the task: {e}"));
-                    settle(&*tasks, &task_id, Some(Err(reason))).await;
-                    let _ = turn_over.send(());
+                    let _ = turn_over.send(settle(&*tasks, &task_id, Some(Err(reason))).await);
                     return;
                 }
             };
@@ -169,7 +170,7 @@ impl AgentHost {
                             // The task has ended (canceled, most likely): whoever waits
                             // for the turn need not wait for the agent to notice.
                             if let Some(over) = turn_over.take() {
-                                let _ = over.send(());
+                                let _ = over.send(Ok(()));
                             }
                         }
                         () = run_cancel.cancelled() => {}
@@ -183,11 +184,12 @@ impl AgentHost {
                 other => other,
             };
             let settled = kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())));
+            let mut end = Ok(());
             if !settled && !kept_open.never_created() {
-                settle(&*tasks, &task_id, outcome).await;
+                end = settle(&*tasks, &task_id, outcome).await;
             }
             if let Some(over) = turn_over {
-                let _ = over.send(());
+                let _ = over.send(end);
             }
         });
         (turn, cancel)
@@ -228,8 +230,13 @@ async fn cancel_when_finished(
 }
 
 /// After a run: a task the agent left submitted or working is failed with the reason,
-/// so no task stays silently stuck.
-async fn settle(tasks: &dyn TaskService, task_id: &str, outcome: Option<Result<(), AgentError>>) {
+/// so no task stays silently stuck. An error when that failure could not be stored
+/// either: the task is left as it was stored before, which is not how the turn ended.
+async fn settle(
+    tasks: &dyn TaskService,
+    task_id: &str,
+    outcome: Option<Result<(), AgentError>>,
+) -> Result<(), A2AError> {
     let reason = match outcome {
         None => "the agent did not stop after cancellation".to_owned(),
         Some(Err(e)) => format!("the agent failed: {e}"),
@@ -245,8 +252,17 @@ async fn settle(tasks: &dyn TaskService, task_id: &str, outcome: Option<Result<(
     match tasks.update_if(task_id, &running, update).await {
         Ok(Some(_)) => tracing::warn!(task_id, reason, "agent run ended without a final state"),
         Ok(None) => {}
-        Err(e) => tracing::error!(task_id, error = %e, "could not settle an agent run"),
+        Err(e) => {
+            tracing::error!(task_id, error = %e, "could not settle an agent run");
+            return Err(A2AError::internal(format!(
+                "task {task_id}'s turn ended ({reason}) but the task could not be updated: \
+                 {}; it stays as last stored",
+                e.message
+            ))
+            .with_task(task_id));
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -298,7 +314,7 @@ mod tests {
         let (host, store, tasks) = host_of(Arc::new(EchoAgent));
         let (created, turn) = host.start(new_task("hi")).await.unwrap();
         assert_eq!((created.seq, created.state()), (1, TaskState::Submitted));
-        turn.await.unwrap();
+        turn.await.unwrap().unwrap();
         assert_eq!(store.commits.load(Ordering::SeqCst), 1);
         let id = &created.task.id;
         let done = tasks.get(&scope(), id).await.unwrap();
@@ -372,9 +388,52 @@ mod tests {
         // order, about half of these turns saw their own end as a cancellation.
         for _ in 0..30 {
             let (_, turn) = host.start(new_task("hi")).await.unwrap();
-            turn.await.unwrap();
+            turn.await.unwrap().unwrap();
         }
         assert!(!agent.saw_cancel.load(Ordering::SeqCst));
+    }
+
+    /// Reports working, then completes once told to.
+    #[derive(Debug, Default)]
+    struct CompletesWhenTold {
+        told: tokio::sync::Notify,
+    }
+
+    #[async_trait]
+    impl Agent for CompletesWhenTold {
+        fn describe(&self) -> AgentDescriptor {
+            WaitsForCancel::default().describe()
+        }
+
+        async fn execute(&self, _ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            reporter.working(None).await?;
+            self.told.notified().await;
+            reporter.complete(None).await?;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_turn_whose_end_cannot_be_stored_says_so_to_its_waiter() {
+        use crate::runner::TurnRunner;
+        let agent = Arc::new(CompletesWhenTold::default());
+        let (host, store, tasks) = host_of(agent.clone());
+        let (created, turn) = TurnRunner::start(&host, &*tasks, new_task("hi"))
+            .await
+            .unwrap();
+        // The store refuses the completion and then the task's failure: the task stays
+        // working as stored, and the waiter must not be answered with that.
+        store.failing.store(true, Ordering::SeqCst);
+        agent.told.notify_one();
+        let err = tokio::time::timeout(Duration::from_secs(5), turn)
+            .await
+            .expect("the turn ends")
+            .expect_err("the turn's end was not stored");
+        assert_eq!(err.kind, ErrorKind::Internal, "{err:?}");
+        assert!(err.message.contains("could not be updated"), "{err:?}");
+        store.failing.store(false, Ordering::SeqCst);
+        let stored = tasks.get(&scope(), &created.task.id).await.unwrap();
+        assert_eq!(stored.state(), TaskState::Working);
     }
 
     /// Reports a burst the task service refuses as a whole: completed, then working.
@@ -405,7 +464,7 @@ mod tests {
         let agent = Arc::new(CompletesThenWorks::default());
         let (host, _store, tasks) = host_of(agent.clone());
         let (created, turn) = host.start(new_task("hi")).await.unwrap();
-        turn.await.unwrap();
+        turn.await.unwrap().unwrap();
         use TaskState::*;
         let expected = [Some(Submitted), Some(Working), Some(Completed)];
         assert_eq!(states(&tasks, &created.task.id).await, expected);
@@ -469,10 +528,7 @@ mod tests {
     }
 
     /// Creates a task, starts its turn and waits until the agent reports working.
-    async fn working_turn(
-        host: &AgentHost,
-        tasks: &LocalTaskService,
-    ) -> (TaskRecord, oneshot::Receiver<()>) {
+    async fn working_turn(host: &AgentHost, tasks: &LocalTaskService) -> (TaskRecord, TurnSignal) {
         let record = tasks.create(new_task("go")).await.unwrap();
         let turn = host.dispatch(&record, first_message(&record).unwrap());
         let working = async {
@@ -498,6 +554,7 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(2), turn)
             .await
             .expect("the turn ends once the agent sees the cancel")
+            .unwrap()
             .unwrap();
         assert!(agent.saw_cancel.load(Ordering::SeqCst));
         let now = tasks.get(&scope, &record.task.id).await.unwrap();
@@ -536,6 +593,7 @@ mod tests {
         tokio::time::timeout(CANCEL_GRACE / 2, turn)
             .await
             .expect("the turn's end is announced with the task's end")
+            .unwrap()
             .unwrap();
         let now = tasks.get(&scope, &record.task.id).await.unwrap();
         assert_eq!(now.state(), TaskState::Canceled);

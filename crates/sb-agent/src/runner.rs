@@ -13,8 +13,10 @@ use sb_tasks::{NewTask, TaskService};
 
 /// Resolves when an agent's turn is over or its task has ended, whichever comes first
 /// (or once that can no longer be known), with the task as it then stood when the runner
-/// has it at hand (`None`: read it from the task service).
-pub type TurnOver = BoxFuture<'static, Option<Arc<TaskRecord>>>;
+/// has it at hand (`None`: read it from the task service). An error: the turn ended but
+/// its task could not be updated (the agent's last report, then the task's failure, were
+/// refused by the store), so the task as stored is not how the turn left it.
+pub type TurnOver = BoxFuture<'static, Result<Option<Arc<TaskRecord>>, A2AError>>;
 
 #[async_trait]
 pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
@@ -65,8 +67,9 @@ pub async fn settle(
     wait: Duration,
 ) -> Result<Arc<TaskRecord>, A2AError> {
     match tokio::time::timeout(wait, turn).await {
-        Ok(Some(settled)) => Ok(settled),
-        _ => tasks.get(scope, task_id).await.map(Arc::new),
+        Ok(Ok(Some(settled))) => Ok(settled),
+        Ok(Err(unsaved)) => Err(unsaved),
+        Ok(Ok(None)) | Err(_) => tasks.get(scope, task_id).await.map(Arc::new),
     }
 }
 
@@ -98,7 +101,7 @@ impl TurnRunner for crate::AgentHost {
         // before that commit) changes no more: its turn is over as far as any waiter is
         // concerned, and the task is at hand, so nobody waits for the run or reads it.
         let turn = match launched.first_round.filter(|r| r.state().is_terminal()) {
-            Some(ended) => futures::future::ready(Some(ended)).boxed(),
+            Some(ended) => futures::future::ready(Ok(Some(ended))).boxed(),
             None => turn_over_signal(launched.turn),
         };
         Ok((launched.submitted, turn))
@@ -134,9 +137,14 @@ pub async fn read_until_settled(
 }
 
 /// A [`TurnOver`] from a bare signal, with no record: the task service has the task,
-/// a read away (in this process, reading it costs less than carrying it).
-pub fn turn_over_signal(turn: tokio::sync::oneshot::Receiver<()>) -> TurnOver {
-    turn.map(|_| None).boxed()
+/// a read away (in this process, reading it costs less than carrying it). A signal
+/// dropped unsent says only that the turn is over.
+pub fn turn_over_signal(turn: tokio::sync::oneshot::Receiver<Result<(), A2AError>>) -> TurnOver {
+    turn.map(|signal| match signal {
+        Ok(Err(unsaved)) => Err(unsaved),
+        Ok(Ok(())) | Err(_) => Ok(None),
+    })
+    .boxed()
 }
 
 #[cfg(test)]

@@ -279,7 +279,8 @@ fn snapshot_then_live(state: &AppState, record: TaskRecord, limit: Option<usize>
 
 /// Ends a SendStreamingMessage stream once the agent's turn is over and every event it
 /// committed has been sent, even if the agent left the task working (a kept-open task
-/// continues on the next message; SubscribeToTask follows it further).
+/// continues on the next message; SubscribeToTask follows it further). A turn whose end
+/// could not be stored ends the stream with that error, after what was stored.
 fn until_turn_over(
     state: AppState,
     scope: Scope,
@@ -292,19 +293,21 @@ fn until_turn_over(
         turn: Option<TurnOver>,
         last_seq: u64,
         stop_at: Option<u64>,
+        unsaved: Option<A2AError>,
     }
     let start = Progress {
         frames,
         turn: Some(turn),
         last_seq: 0,
         stop_at: None,
+        unsaved: None,
     };
     futures::stream::unfold(start, move |mut p| {
         let (state, scope, task_id) = (state.clone(), scope.clone(), task_id.clone());
         async move {
             loop {
                 if p.stop_at.is_some_and(|stop| p.last_seq >= stop) {
-                    return None;
+                    return p.unsaved.take().map(|err| (Err(err), p));
                 }
                 let item = match p.turn.as_mut() {
                     Some(turn) => tokio::select! {
@@ -313,8 +316,12 @@ fn until_turn_over(
                             p.turn = None;
                             // Everything the turn committed is at or below the task's seq now.
                             let seq = match settled {
-                                Some(record) => record.seq,
-                                None => state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0),
+                                Ok(Some(record)) => record.seq,
+                                Ok(None) => state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0),
+                                Err(unsaved) => {
+                                    p.unsaved = Some(unsaved);
+                                    state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0)
+                                }
                             };
                             p.stop_at = Some(seq);
                             continue;

@@ -130,9 +130,16 @@ async fn a_full_disk_fails_writes_clearly_and_health_reports_it() {
             refused = Some(error.clone());
             break;
         }
-        // Tasks complete until the disk fills; one whose last report met the full disk
-        // is answered as the store last had it (still working), not with a hang.
-        assert!(response["result"]["task"]["id"].is_string(), "{response}");
+        // Tasks complete until the disk fills. One whose last report met the full disk
+        // is failed with the reason, or, when that cannot be stored either, answered
+        // with the error: never as the store last had it (still working).
+        let status = &response["result"]["task"]["status"];
+        let state = status["state"].as_str().unwrap_or_default();
+        assert!(
+            matches!(state, "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED"),
+            "{state}: {}",
+            status["message"]
+        );
     }
     let error = refused.expect("a 4 MB disk refuses writes at some point");
     assert_eq!(error["code"], -32603, "an internal error: {error}");

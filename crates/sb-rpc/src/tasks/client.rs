@@ -371,10 +371,10 @@ impl TaskStateClient {
     ) -> TurnOver {
         let client = self.clone();
         async move {
-            match Progress(Some(progress)).end().await {
+            Ok(match Progress(Some(progress)).end().await {
                 Some(record) => Some(record),
                 None => read_until_settled(&client, &scope, &task_id).await,
-            }
+            })
         }
         .boxed()
     }

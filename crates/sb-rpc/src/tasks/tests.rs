@@ -71,7 +71,7 @@ async fn start_creates_the_task_and_its_end_carries_the_settled_task() {
     let (client, tasks) = serve(100).await;
     let (created, turn) = client.start(&client, hello()).await.unwrap();
     assert_eq!(created.task.history.len(), 1, "the task as created");
-    let settled = turn.await.expect("the task as the turn left it");
+    let settled = turn.await.unwrap().expect("the task as the turn left it");
     assert_eq!(settled.task.id, created.task.id);
     assert_eq!(settled.state(), TaskState::Completed);
     let stored = tasks.get(&hello().scope, &created.task.id).await.unwrap();
@@ -128,7 +128,7 @@ async fn assign_ends_with_the_task_as_the_turn_left_it() {
     let created = tasks.create(hello()).await.unwrap();
     let message = created.task.history[0].clone();
     let turn = client.dispatch(&created, message).await.unwrap();
-    let settled = turn.await.expect("the task as the turn left it");
+    let settled = turn.await.unwrap().expect("the task as the turn left it");
     assert_eq!(settled.state(), TaskState::Completed);
 }
 
@@ -167,7 +167,7 @@ async fn thousands_of_turns_share_one_connection() {
         let client = client.clone();
         async move {
             let (_, turn) = client.start(&client, hello()).await?;
-            let settled = turn.await.ok_or_else(|| A2AError::internal("turn lost"))?;
+            let settled = turn.await?.ok_or_else(|| A2AError::internal("turn lost"))?;
             Ok::<_, A2AError>(settled.state())
         }
     });

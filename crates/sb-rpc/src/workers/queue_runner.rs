@@ -64,7 +64,7 @@ impl TurnRunner for QueueRunner {
             let (tasks, bus, scope) = (self.tasks.clone(), self.bus.clone(), Scope::of(record));
             return Ok(async move {
                 if turn.await.is_ok() {
-                    return None;
+                    return Ok(None);
                 }
                 // The bus lost its connection, and maybe the announcement with it: a turn
                 // still running must not look over (a stream would end mid-turn). Its end
@@ -81,8 +81,8 @@ impl TurnRunner for QueueRunner {
                     }
                 };
                 tokio::select! {
-                    settled = read_until_settled(&*tasks, &scope, &task_id) => settled,
-                    () = heard_again => None,
+                    settled = read_until_settled(&*tasks, &scope, &task_id) => Ok(settled),
+                    () = heard_again => Ok(None),
                 }
             }
             .boxed());
@@ -99,7 +99,7 @@ impl TurnRunner for QueueRunner {
         };
         let running = [TaskState::Submitted, TaskState::Working];
         let rejected = self.tasks.update_if(&task_id, &running, update).await?;
-        Ok(futures::future::ready(rejected.map(std::sync::Arc::new)).boxed())
+        Ok(futures::future::ready(Ok(rejected.map(std::sync::Arc::new))).boxed())
     }
 }
 
@@ -211,6 +211,7 @@ mod tests {
         let over = tokio::time::timeout(std::time::Duration::from_secs(10), turn)
             .await
             .unwrap()
+            .unwrap()
             .unwrap();
         assert_eq!(over.state(), TaskState::Completed);
     }
@@ -250,6 +251,7 @@ mod tests {
             }
         })
         .await
+        .unwrap()
         .unwrap();
         assert!(heard.is_none(), "over, with the task left working");
         let now = tasks
