@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use sb_protocol::{A2AError, ErrorKind, Task};
 use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 use tracing::Instrument;
 
 /// Updates queued at most; a caller past it waits for the committer (backpressure).
@@ -30,8 +30,10 @@ pub(crate) struct Outbox {
     tasks: Arc<dyn TaskService>,
     task_id: String,
     state: Mutex<State>,
-    /// Bumped after every commit round, for callers waiting on one.
-    rounds: watch::Sender<u64>,
+    /// Notified after every commit round, for callers waiting on one. A `Notify`, not a
+    /// watch channel: it lives inline (a watch channel is a ~240-byte allocation, kept
+    /// as long as the run: B4 holds thousands) and wakes its waiters in one pass.
+    rounds: Notify,
 }
 
 /// An update being queued: ready at once, unless the queue was full.
@@ -87,7 +89,7 @@ impl Outbox {
             tasks,
             task_id,
             state: Mutex::default(),
-            rounds: watch::Sender::new(0),
+            rounds: Notify::new(),
         }
     }
 
@@ -161,16 +163,16 @@ impl Outbox {
     /// Backpressure: waits for commit rounds until the queue has room for `update`.
     async fn send_when_room(self: Arc<Self>, mut update: TaskUpdate) -> Result<u64, A2AError> {
         loop {
-            // Subscribed before the offer, so a round that ends in between still counts.
-            let mut rounds = self.rounds.subscribe();
+            // Registered before the offer, so a round that ends in between still counts.
+            let round = self.rounds.notified();
+            let mut round = std::pin::pin!(round);
+            round.as_mut().enable();
             match self.offer(update) {
                 Offer::Queued(ordinal) => return Ok(ordinal),
                 Offer::Refused(err) => return Err(err),
                 Offer::Full(back) => update = back,
             }
-            if rounds.changed().await.is_err() {
-                return Err(committer_gone());
-            }
+            round.await;
         }
     }
 
@@ -201,7 +203,10 @@ impl Outbox {
 
     async fn wait_for(&self, ordinal: u64) -> Result<(), A2AError> {
         loop {
-            let mut rounds = self.rounds.subscribe();
+            // Registered before the state is read, so a round that ends in between counts.
+            let round = self.rounds.notified();
+            let mut round = std::pin::pin!(round);
+            round.as_mut().enable();
             {
                 let mut state = self.state.lock();
                 if let Some(err) = state.refused.take() {
@@ -211,9 +216,7 @@ impl Outbox {
                     return Ok(());
                 }
             }
-            if rounds.changed().await.is_err() {
-                return Err(committer_gone());
-            }
+            round.await;
         }
     }
 
@@ -250,9 +253,9 @@ impl Outbox {
                     }
                 };
             }
-            self.rounds.send_modify(|round| *round += 1);
+            self.rounds.notify_waiters();
         }
-        self.rounds.send_modify(|round| *round += 1);
+        self.rounds.notify_waiters();
     }
 
     /// The first round of a task not stored yet: the task and the batch as one commit
