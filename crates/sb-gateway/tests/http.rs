@@ -11,13 +11,14 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use sb_agent::builtin::{ConformanceAgent, EchoAgent};
-use sb_agent::{Agent, AgentHost};
+use sb_agent::{Agent, AgentHost, TurnOver, TurnRunner};
 use sb_fanout::LocalFanout;
 use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::{AppState, router};
+use sb_protocol::{A2AError, Message};
 use sb_registry::{HostedAgent, StaticRegistry};
-use sb_store::{EventBus, LocalBus, MemoryStore};
-use sb_tasks::LocalTaskService;
+use sb_store::{EventBus, LocalBus, MemoryStore, TaskRecord};
+use sb_tasks::{LocalTaskService, NewTask, TaskService};
 use sb_webhooks::LocalPushConfigs;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +29,14 @@ fn app() -> axum::Router {
 }
 
 fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
+    app_with(auth, |host| Arc::new(host))
+}
+
+/// The test app, its agents' turns run by `runner` around the in-process host.
+fn app_with(
+    auth: BTreeMap<String, AgentAuth>,
+    runner: impl FnOnce(AgentHost) -> Arc<dyn TurnRunner>,
+) -> axum::Router {
     let store = Arc::new(MemoryStore::new());
     let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
     let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
@@ -64,7 +73,7 @@ fn app_with_auth(auth: BTreeMap<String, AgentAuth>) -> axum::Router {
             Arc::new(sb_webhooks::AddressPolicy::default()),
         )),
         registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
-        runner: Arc::new(AgentHost::new(agents, tasks, bus)),
+        runner: runner(AgentHost::new(agents, tasks, bus)),
         shutdown: CancellationToken::new(),
         max_body_bytes: 64 * 1024,
         auth: Arc::new(auth),
@@ -422,6 +431,71 @@ async fn streaming_send_ends_with_the_agents_turn() {
     assert_eq!(data.len(), 2, "{text}");
     assert!(data[0].contains("TASK_STATE_SUBMITTED"));
     assert!(data[1].contains("TASK_STATE_WORKING"));
+}
+
+/// The host's turns, each ending as one whose end the store refused: what a caller is
+/// told when the agent's last report and then the task's failure could not be stored.
+#[derive(Debug)]
+struct UnsavedEnds(AgentHost);
+
+#[tonic::async_trait]
+impl TurnRunner for UnsavedEnds {
+    fn serves(&self, agent: &str) -> bool {
+        TurnRunner::serves(&self.0, agent)
+    }
+
+    fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {
+        TurnRunner::direct_reply(&self.0, agent, message)
+    }
+
+    async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
+        TurnRunner::dispatch(&self.0, record, message).await
+    }
+
+    async fn start(
+        &self,
+        tasks: &dyn TaskService,
+        new: NewTask,
+    ) -> Result<(TaskRecord, TurnOver), A2AError> {
+        use futures::FutureExt;
+        let (record, turn) = TurnRunner::start(&self.0, tasks, new).await?;
+        let task_id = record.task.id.clone();
+        let unsaved = async move {
+            let _ = turn.await;
+            Err(A2AError::internal("the task could not be updated").with_task(&task_id))
+        };
+        Ok((record, unsaved.boxed()))
+    }
+}
+
+#[tokio::test]
+async fn a_turn_whose_end_was_not_stored_is_answered_with_the_error() {
+    let app = app_with(BTreeMap::new(), |host| Arc::new(UnsavedEnds(host)));
+    let params = json!({"message": user_message("unsaved-1", "hi")});
+    let reply = rpc(&app, "/agents/echo/a2a", Some("1.0"), "SendMessage", params).await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(
+        reply.get("result").is_none(),
+        "not the task as stored: {reply}"
+    );
+    // A stream sends what was stored, then the error, and ends.
+    let body = json!({"message": user_message("unsaved-2", "hi")}).to_string();
+    let request = call(
+        &app,
+        post("/agents/echo/message:stream", Some("1.0"), &body),
+    );
+    let (status, _, text) = tokio::time::timeout(std::time::Duration::from_secs(10), request)
+        .await
+        .expect("stream closed");
+    assert_eq!(status, StatusCode::OK);
+    let data: Vec<&str> = text.lines().filter(|l| l.starts_with("data:")).collect();
+    assert!(data.len() >= 2, "{text}");
+    assert!(data[0].contains("TASK_STATE_SUBMITTED"), "{text}");
+    let last = data[data.len() - 1];
+    assert!(
+        last.contains("could not be updated"),
+        "ends with the error: {text}"
+    );
 }
 
 /// No input, however malformed, makes the server fail internally: every prefix of valid
