@@ -414,20 +414,29 @@ async fn rest_streams_carry_sequence_ids_and_close() {
     assert!(last.contains("TASK_STATE_COMPLETED"), "{last}");
 }
 
-#[tokio::test]
-async fn streaming_send_ends_with_the_agents_turn() {
-    let app = app();
-    let body = json!({"message": user_message("fire-and-forget-1", "x")}).to_string();
-    let request = call(
-        &app,
-        post("/agents/conformance/message:stream", Some("1.0"), &body),
-    );
-    // The task stays working, but the turn is over: the stream must close by itself.
+/// A 1.0 SendStreamingMessage to `agent`, read until the server closes it (at most
+/// 10 s): the body, and its `data:` lines.
+async fn streamed(app: &axum::Router, agent: &str, message_id: &str) -> (String, Vec<String>) {
+    let body = json!({"message": user_message(message_id, "x")}).to_string();
+    let path = format!("/agents/{agent}/message:stream");
+    let request = call(app, post(&path, Some("1.0"), &body));
     let (status, _, text) = tokio::time::timeout(std::time::Duration::from_secs(10), request)
         .await
         .expect("stream closed");
-    assert_eq!(status, StatusCode::OK);
-    let data: Vec<&str> = text.lines().filter(|l| l.starts_with("data:")).collect();
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let data = text
+        .lines()
+        .filter(|l| l.starts_with("data:"))
+        .map(str::to_owned)
+        .collect();
+    (text, data)
+}
+
+#[tokio::test]
+async fn streaming_send_ends_with_the_agents_turn() {
+    let app = app();
+    // The task stays working, but the turn is over: the stream must close by itself.
+    let (text, data) = streamed(&app, "conformance", "fire-and-forget-1").await;
     assert_eq!(data.len(), 2, "{text}");
     assert!(data[0].contains("TASK_STATE_SUBMITTED"));
     assert!(data[1].contains("TASK_STATE_WORKING"));
@@ -479,19 +488,10 @@ async fn a_turn_whose_end_was_not_stored_is_answered_with_the_error() {
         "not the task as stored: {reply}"
     );
     // A stream sends what was stored, then the error, and ends.
-    let body = json!({"message": user_message("unsaved-2", "hi")}).to_string();
-    let request = call(
-        &app,
-        post("/agents/echo/message:stream", Some("1.0"), &body),
-    );
-    let (status, _, text) = tokio::time::timeout(std::time::Duration::from_secs(10), request)
-        .await
-        .expect("stream closed");
-    assert_eq!(status, StatusCode::OK);
-    let data: Vec<&str> = text.lines().filter(|l| l.starts_with("data:")).collect();
+    let (text, data) = streamed(&app, "echo", "unsaved-2").await;
     assert!(data.len() >= 2, "{text}");
     assert!(data[0].contains("TASK_STATE_SUBMITTED"), "{text}");
-    let last = data[data.len() - 1];
+    let last = &data[data.len() - 1];
     assert!(
         last.contains("could not be updated"),
         "ends with the error: {text}"
