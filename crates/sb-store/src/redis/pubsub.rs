@@ -390,7 +390,10 @@ fn route(routes: &Mutex<Routes>, msg: &Msg) {
 }
 
 async fn sweep_periodically(pubsub: Arc<PubSub>, stop: CancellationToken) {
-    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    // The first sweep one period after the start (an interval's first tick is at once,
+    // which swept at some arbitrary point of the first subscriptions).
+    let first = tokio::time::Instant::now() + SWEEP_EVERY;
+    let mut ticks = tokio::time::interval_at(first, SWEEP_EVERY);
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
