@@ -315,13 +315,16 @@ fn until_turn_over(
                         settled = turn => {
                             p.turn = None;
                             // Everything the turn committed is at or below the task's seq now.
-                            let seq = match settled {
-                                Ok(Some(record)) => record.seq,
-                                Ok(None) => state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0),
+                            let at_hand = match settled {
+                                Ok(record) => record.map(|r| r.seq),
                                 Err(unsaved) => {
                                     p.unsaved = Some(unsaved);
-                                    state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0)
+                                    None
                                 }
+                            };
+                            let seq = match at_hand {
+                                Some(seq) => seq,
+                                None => state.tasks.get(&scope, &task_id).await.map(|r| r.seq).unwrap_or(0),
                             };
                             p.stop_at = Some(seq);
                             continue;

@@ -284,9 +284,9 @@ impl TaskStateServer {
         let tasks = self.tasks.clone();
         let over = futures::stream::once(async move {
             // A lost signal (the replica running the turn went away) still ends the wait:
-            // the caller then answers with the task as it is.
-            // A workers' turn ends as its worker reports: never unsaved here (the
-            // worker hears of a refused report and settles through this service).
+            // the caller then answers with the task as it is. A worker's turn is never
+            // unsaved here: the worker hears of a refused report and settles through
+            // this service.
             let record = match turn.await {
                 Ok(Some(record)) => Some(record_pb(&record)),
                 Ok(None) | Err(_) => tasks
