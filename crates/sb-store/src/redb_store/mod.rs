@@ -97,11 +97,13 @@ type SharedHot = Arc<parking_lot::RwLock<Hot>>;
 
 /// Finished tasks kept in memory (a finished task never changes again, short of deletion).
 /// Few: a finished task kept is a tree of allocations (the task, its history, its
-/// artifacts, a few KB), and 4096 of them (~200 ms of tasks at full speed) outgrew the
-/// CPU's caches: each was freed cold, by the writer thread, and its blocks reused cold by
-/// the next tasks' allocations. At 512, B1 at c=32 (alternating runs): 17.6–18.0k
-/// tasks/s at 51 µs of CPU each → 21.4–22.4k at 40–42 µs. A task forgotten is read from
-/// the file, which has it by then (nothing is forgotten while the file is behind).
+/// artifacts, a few KB), freed cold by the writer thread when forgotten, its blocks then
+/// reused cold by the next tasks' allocations; 4096 of them were ~200 ms of tasks at full
+/// speed. B1 at c=32, six alternating runs each: 20.4k tasks/s (median) with 4096, 21.4k
+/// with 512 (runs taking turns with the JS peer could not tell them apart); at c=256,
+/// 12.1k and 11.0k against 13.3k and 12.6k (53–58 → 48–51 µs of CPU per task). A task
+/// forgotten is read from the file, which has it by then (nothing is forgotten while the
+/// file is behind).
 const RECENTLY_FINISHED: usize = 512;
 
 /// redb's page cache. Its default (1 GiB) let a busy server's memory grow by ~6 KB per
