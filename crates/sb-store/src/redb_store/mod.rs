@@ -98,13 +98,15 @@ type SharedHot = Arc<parking_lot::RwLock<Hot>>;
 /// Finished tasks kept in memory (a finished task never changes again, short of deletion).
 /// Few: a finished task kept is a tree of allocations (the task, its history, its
 /// artifacts, a few KB), freed cold by the writer thread when forgotten, its blocks then
-/// reused cold by the next tasks' allocations; 4096 of them were ~200 ms of tasks at full
-/// speed. B1 at c=32, six alternating runs each: 20.4k tasks/s (median) with 4096, 21.4k
-/// with 512 (runs taking turns with the JS peer could not tell them apart); at c=256,
-/// 12.1k and 11.0k against 13.3k and 12.6k (53–58 → 48–51 µs of CPU per task). A task
-/// forgotten is read from the file, which has it by then (nothing is forgotten while the
-/// file is behind).
-const RECENTLY_FINISHED: usize = 512;
+/// reused cold by the next tasks' allocations; the fewer kept, the warmer. B1 at c=32 on
+/// one core, two servers taking turns (12 rounds of 2 s, the median of each round's
+/// ratio, both orders): 4096 → 512 ~+5% tasks/s (at c=256 12.1k and 11.0k → 13.3k and
+/// 12.6k in alternating runs), 512 → 128 another +5–8%, 128 → 32 within 3%. While the
+/// file is behind nothing is forgotten anyway (at full speed that is the ~240 tasks of a
+/// deferral); a task forgotten is read from the file, which has it by then, and the
+/// webhook dispatcher reading a finished task's events was not slowed (B6 at 128:
+/// 17.0k–19.8k deliveries/s against 16.4k–19.7k at 512).
+const RECENTLY_FINISHED: usize = 128;
 
 /// redb's page cache. Its default (1 GiB) let a busy server's memory grow by ~6 KB per
 /// task until it reached a gigabyte, and the growth itself cost ~5% of the CPU (fresh
