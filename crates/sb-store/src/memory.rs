@@ -1,6 +1,6 @@
 //! In-memory backend for tests: the same contract as the durable ones.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -20,6 +20,21 @@ struct State {
     events: HashMap<String, Vec<StoredEvent>>,
     push: BTreeMap<(String, String), PushConfigRecord>,
     dead: BTreeMap<String, DeadLetter>,
+    /// Finished tasks by the time they finished (see [`TaskStore::finished_before`]).
+    finished: BTreeSet<(u64, String)>,
+}
+
+impl State {
+    /// Takes the task's entry out of the index of finished tasks, if it has one.
+    fn unindex(&mut self, task_id: &str) {
+        if let Some(at) = self
+            .tasks
+            .get(task_id)
+            .and_then(TaskRecord::finished_at_millis)
+        {
+            self.finished.remove(&(at, task_id.to_owned()));
+        }
+    }
 }
 
 impl MemoryStore {
@@ -49,6 +64,10 @@ impl TaskStore for MemoryStore {
             .entry(task_id.clone())
             .or_default()
             .extend(commit.events);
+        state.unindex(&task_id);
+        if let Some(at) = commit.record.finished_at_millis() {
+            state.finished.insert((at, task_id.clone()));
+        }
         state
             .tasks
             .insert(task_id, std::sync::Arc::unwrap_or_clone(commit.record));
@@ -92,7 +111,19 @@ impl TaskStore for MemoryStore {
     async fn delete(&self, task_id: &str) -> StoreResult<bool> {
         let mut state = self.state.lock();
         state.events.remove(task_id);
+        state.unindex(task_id);
         Ok(state.tasks.remove(task_id).is_some())
+    }
+
+    async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {
+        let state = self.state.lock();
+        Ok(state
+            .finished
+            .iter()
+            .take_while(|(at, _)| *at <= cutoff_millis)
+            .take(limit)
+            .map(|(_, id)| id.clone())
+            .collect())
     }
 }
 

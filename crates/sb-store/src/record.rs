@@ -93,6 +93,15 @@ impl TaskRecord {
     pub fn status_time(&self) -> DateTime<Utc> {
         self.task.status.timestamp.unwrap_or(self.created_at)
     }
+
+    /// When the task finished, in milliseconds since the epoch (0 for any time before
+    /// it), if it has: the key of the stores' index of finished tasks, which the TTL
+    /// eviction sweeps ([`crate::TaskStore::finished_before`]).
+    pub fn finished_at_millis(&self) -> Option<u64> {
+        self.state()
+            .is_terminal()
+            .then(|| u64::try_from(self.status_time().timestamp_millis()).unwrap_or(0))
+    }
 }
 
 /// One event of a task's log, with its per-task sequence number. Cheap to clone: every

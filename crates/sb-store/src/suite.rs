@@ -191,6 +191,73 @@ pub async fn delete_removes_task_and_log(store: &dyn TaskStore) {
     assert_eq!(store.events_after("gone", 0, 10).await.unwrap().len(), 1);
 }
 
+/// `new_commit`, leaving the task in `state` at `seconds` past the suite's base time.
+fn commit_in(id: &str, expected: u64, state: TaskState, seconds: i64) -> TaskCommit {
+    let mut commit = new_commit(id, expected, expected + 1);
+    let record = std::sync::Arc::make_mut(&mut commit.record);
+    record.task.status.state = state;
+    record.task.status.timestamp = Some(record.created_at + Duration::seconds(seconds));
+    commit
+}
+
+pub async fn finished_tasks_are_indexed_by_their_end(store: &dyn TaskStore) {
+    let millis = |seconds: i64| {
+        let base = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap();
+        (base + Duration::seconds(seconds)).timestamp_millis() as u64
+    };
+    store
+        .commit(commit_in("late", 0, TaskState::Completed, 30))
+        .await
+        .unwrap();
+    store
+        .commit(commit_in("early", 0, TaskState::Failed, 10))
+        .await
+        .unwrap();
+    store
+        .commit(commit_in("running", 0, TaskState::Working, 5))
+        .await
+        .unwrap();
+    store
+        .commit(commit_in("waiting", 0, TaskState::InputRequired, 5))
+        .await
+        .unwrap();
+    store
+        .commit(commit_in("moved", 0, TaskState::Canceled, 1))
+        .await
+        .unwrap();
+    // Finished again later (a store must not keep its first end as well).
+    store
+        .commit(commit_in("moved", 1, TaskState::Canceled, 20))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.finished_before(u64::MAX, 100).await.unwrap(),
+        ["early", "moved", "late"],
+        "finished tasks only, earliest end first"
+    );
+    assert_eq!(
+        store.finished_before(millis(20), 100).await.unwrap(),
+        ["early", "moved"]
+    );
+    assert_eq!(
+        store.finished_before(millis(19), 100).await.unwrap(),
+        ["early"]
+    );
+    assert_eq!(store.finished_before(u64::MAX, 1).await.unwrap(), ["early"]);
+    assert!(
+        store
+            .finished_before(millis(9), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.delete("early").await.unwrap());
+    assert_eq!(
+        store.finished_before(u64::MAX, 100).await.unwrap(),
+        ["moved", "late"]
+    );
+}
+
 /// A v1.0 config of `task_id` named `config_id`, delivering from the start.
 pub fn push_config_record(task_id: &str, config_id: &str) -> PushConfigRecord {
     PushConfigRecord {
@@ -356,6 +423,11 @@ macro_rules! store_test_suite {
             #[tokio::test]
             async fn delete_removes_task_and_log() {
                 $crate::suite::delete_removes_task_and_log(&make().await).await;
+            }
+
+            #[tokio::test]
+            async fn finished_tasks_are_indexed_by_their_end() {
+                $crate::suite::finished_tasks_are_indexed_by_their_end(&make().await).await;
             }
 
             #[tokio::test]

@@ -71,6 +71,13 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Removes a task and its event log (TTL eviction). Returns whether it existed.
     async fn delete(&self, task_id: &str) -> StoreResult<bool>;
+
+    /// The ids of finished tasks (in a terminal state) whose status time is at or
+    /// before `cutoff_millis` (milliseconds since the epoch), earliest first, at most
+    /// `limit`: what the TTL eviction removes next. Each store keeps them in an index
+    /// ordered by that time, so the eviction holds nothing in memory per finished task
+    /// and reads only what is due.
+    async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>>;
 }
 
 #[async_trait]

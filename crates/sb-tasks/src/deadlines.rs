@@ -1,19 +1,25 @@
 //! Lifecycle deadlines: a task waiting for input (or auth) too long is canceled, a task
 //! whose agent went silent is failed, and a finished task is evicted after its TTL.
 //!
-//! The keeper watches every committed event and keeps one timer per task: running
-//! tasks' in a heap, finished tasks' evictions in a queue (one TTL for all). A timer
-//! remembers the sequence number it was set at; when it fires it acts only if the
-//! task has not moved since, and through the state machine's conditional update, so a
-//! deadline racing a real transition never overwrites it. Timers use tokio's clock, so
-//! tests drive them with a paused clock.
+//! The keeper watches every committed event and keeps one timer per running task, in a
+//! heap. A timer remembers the sequence number it was set at; when it fires it acts only
+//! if the task has not moved since, and through the state machine's conditional update,
+//! so a deadline racing a real transition never overwrites it. Timers use tokio's
+//! clock, so tests drive them with a paused clock.
+//!
+//! Finished tasks hold nothing here: the store indexes them by the time they finished
+//! ([`TaskStore::finished_before`]), and a sweeper evicts what is past its TTL once a
+//! second. (A timer per finished task, kept for the whole TTL, grew the keeper's memory
+//! with the rate of tasks times the TTL: ~145 bytes a task, ~10 GB after an hour of
+//! 20k tasks a second.)
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use sb_protocol::{Message, TaskState};
 use sb_store::{EventBus, EventNotice, PushConfigStore, TaskRecord, TaskStore};
 use tokio::sync::broadcast;
@@ -24,6 +30,14 @@ use tokio_util::sync::CancellationToken;
 /// the timer of one of them. Every expiry action is a conditional write, so a stale
 /// timer on another replica (or two replicas firing) changes nothing twice.
 pub const DEADLINES_GROUP: &str = "deadlines";
+
+/// How often finished tasks past their TTL are looked for: a task is evicted at most
+/// this long after its TTL.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// Finished tasks read per round of a sweep.
+const SWEEP_BATCH: usize = 512;
+/// Evictions under way at once: each is a write, and the store batches concurrent writes.
+const EVICTIONS_AT_ONCE: usize = 64;
 
 use crate::lifecycle::TaskUpdate;
 use crate::service::TaskService;
@@ -50,7 +64,6 @@ impl Default for DeadlineConfig {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
-    Evict,
     CancelWaiting,
     FailStalled,
 }
@@ -63,35 +76,20 @@ struct Timer {
     action: Action,
 }
 
-/// One timer per task: the newest event's. Running tasks' timers are in a heap, which
-/// holds at most a couple of entries per task (an entry is re-armed lazily when its
-/// task's deadline moved later), so memory follows the number of live tasks, not the
-/// number of events. Finished tasks, many more of them, wait for their eviction in a
-/// queue: one TTL for all, so they come due in the order they finished, and each costs
-/// one entry sharing its event's task id.
+/// One timer per running task: the newest event's. The heap holds at most a couple of
+/// entries per task (an entry is re-armed lazily when its task's deadline moved later),
+/// and the entries of tasks that finished are dropped once they outnumber the live
+/// ones, so memory follows the number of running tasks, not the number of events.
 #[derive(Debug, Default)]
 struct Timers {
     latest: sb_store::IdMap<Arc<str>, Timer>,
     /// The earliest due time each task has in the heap.
     armed: sb_store::IdMap<Arc<str>, Instant>,
     heap: BinaryHeap<Reverse<(Instant, Arc<str>)>>,
-    /// Evictions, earliest due first.
-    evictions: std::collections::VecDeque<Timer>,
 }
 
 impl Timers {
     fn set(&mut self, timer: Timer) {
-        if timer.action == Action::Evict {
-            // A finished task's running deadline is moot; its heap entry is skipped.
-            self.latest.remove(&timer.task_id);
-            self.armed.remove(&timer.task_id);
-            // In order but for tasks loaded at startup, which finished a while ago.
-            let at = self
-                .evictions
-                .partition_point(|queued| queued.due <= timer.due);
-            self.evictions.insert(at, timer);
-            return;
-        }
         let earlier = self
             .armed
             .get(&timer.task_id)
@@ -103,24 +101,30 @@ impl Timers {
         self.latest.insert(timer.task_id.clone(), timer);
     }
 
+    /// The task finished: its running deadline is moot.
+    fn finish(&mut self, task_id: &str) {
+        self.latest.remove(task_id);
+        if self.armed.remove(task_id).is_some() && self.heap.len() > 2 * self.armed.len() + 64 {
+            // Most entries are finished tasks' (skipped when due, but held until then).
+            let armed = &self.armed;
+            self.heap
+                .retain(|Reverse((due, id))| armed.get(id) == Some(due));
+        }
+    }
+
     fn next_due(&self) -> Option<Instant> {
-        let running = self.heap.peek().map(|Reverse((due, _))| *due);
-        let eviction = self.evictions.front().map(|timer| timer.due);
-        running.into_iter().chain(eviction).min()
+        self.heap.peek().map(|Reverse((due, _))| *due)
     }
 
     /// The next timer due at `now`, if any.
     fn pop_due(&mut self, now: Instant) -> Option<Timer> {
-        if self.evictions.front().is_some_and(|timer| timer.due <= now) {
-            return self.evictions.pop_front();
-        }
         while let Some(Reverse((due, _))) = self.heap.peek() {
             if *due > now {
                 return None;
             }
             let Reverse((due, task_id)) = self.heap.pop()?;
             if self.armed.get(&task_id) != Some(&due) {
-                continue; // superseded by an earlier entry for the same task
+                continue; // superseded by an earlier entry, or its task finished
             }
             self.armed.remove(&task_id);
             let Some(latest) = self.latest.get(&task_id) else {
@@ -145,6 +149,9 @@ pub struct DeadlineKeeper {
     tasks: Arc<dyn TaskService>,
     store: Arc<dyn TaskStore>,
     push: Arc<dyn PushConfigStore>,
+    /// The wall clock read against tokio's at the start, so the sweeper's "now" follows
+    /// tokio's clock (which tests pause and move) while comparing with stored times.
+    started: (DateTime<Utc>, Instant),
 }
 
 impl DeadlineKeeper {
@@ -159,49 +166,52 @@ impl DeadlineKeeper {
             tasks,
             store,
             push,
+            started: (Utc::now(), Instant::now()),
         }
     }
 
-    fn timer_for(&self, task_id: Arc<str>, seq: u64, state: TaskState, since: Duration) -> Timer {
+    /// The timer of a task left in `state` `since` ago; `None` for a finished task.
+    fn timer_for(
+        &self,
+        task_id: Arc<str>,
+        seq: u64,
+        state: TaskState,
+        since: Duration,
+    ) -> Option<Timer> {
         let (action, limit) = if state.is_terminal() {
-            (Action::Evict, self.config.terminal_ttl)
+            return None;
         } else if state.is_interrupted() {
             (Action::CancelWaiting, self.config.input_timeout)
         } else {
             (Action::FailStalled, self.config.stall_timeout)
         };
         let due = Instant::now() + limit.saturating_sub(since);
-        Timer {
+        Some(Timer {
             due,
             task_id,
             seq,
             action,
-        }
+        })
     }
 
-    /// Every stored task's timer, the evictions queued in order.
+    /// Every running task's timer.
     fn load(&self, records: &[TaskRecord]) -> Timers {
-        let mut loaded: Vec<Timer> = records.iter().map(|r| self.timer_for_record(r)).collect();
-        loaded.sort_by_key(|timer| timer.due);
         let mut timers = Timers::default();
-        loaded.into_iter().for_each(|timer| timers.set(timer));
+        for record in records {
+            let age = (Utc::now() - record.status_time())
+                .to_std()
+                .unwrap_or_default();
+            let task_id = record.task.id.as_str().into();
+            if let Some(timer) = self.timer_for(task_id, record.seq, record.state(), age) {
+                timers.set(timer);
+            }
+        }
         timers
     }
 
-    fn timer_for_record(&self, record: &TaskRecord) -> Timer {
-        let age = (Utc::now() - record.status_time())
-            .to_std()
-            .unwrap_or_default();
-        self.timer_for(
-            record.task.id.as_str().into(),
-            record.seq,
-            record.state(),
-            age,
-        )
-    }
-
-    /// Runs until `shutdown`: loads every stored task's deadline, then follows the bus.
-    /// Subscribe first (`bus`), so nothing committed while loading is missed.
+    /// Runs until `shutdown`: loads every stored task's deadline, then follows the bus;
+    /// the sweeper of finished tasks runs beside it. Subscribe first (`bus`), so nothing
+    /// committed while loading is missed.
     pub async fn run(self, bus: Arc<dyn EventBus>, shutdown: CancellationToken) {
         let mut events = loop {
             match bus.subscribe_all(DEADLINES_GROUP).await {
@@ -215,6 +225,7 @@ impl DeadlineKeeper {
                 }
             }
         };
+        tokio::spawn(self.clone().sweep_finished(shutdown.clone()));
         let mut timers = Timers::default();
         match self.store.list_all().await {
             Ok(records) => timers = self.load(&records),
@@ -246,8 +257,11 @@ impl DeadlineKeeper {
                                     burst.peek(),
                                     Some(Ok(next)) if next.task_id == event.task_id
                                 );
-                                if !superseded && let Some(timer) = self.timer_for_event(&event) {
-                                    timers.set(timer);
+                                if !superseded {
+                                    match self.timer_for_event(&event) {
+                                        Some(timer) => timers.set(timer),
+                                        None => timers.finish(&event.task_id),
+                                    }
                                 }
                             }
                             Err(broadcast::error::RecvError::Lagged(missed)) => {
@@ -273,7 +287,7 @@ impl DeadlineKeeper {
     fn timer_for_event(&self, event: &EventNotice) -> Option<Timer> {
         // Artifact updates keep a working task alive too: any event resets the stall timer.
         let state = event.state.unwrap_or(TaskState::Working);
-        Some(self.timer_for(event.task_id.clone(), event.seq, state, Duration::ZERO))
+        self.timer_for(event.task_id.clone(), event.seq, state, Duration::ZERO)
     }
 
     async fn fire(&self, timer: Timer) {
@@ -284,7 +298,6 @@ impl DeadlineKeeper {
             return; // the task moved on; its newer event set a newer timer
         }
         match timer.action {
-            Action::Evict => self.evict(&record).await,
             Action::CancelWaiting => {
                 let minutes = self.config.input_timeout.as_secs_f64() / 60.0;
                 let reason = format!(
@@ -314,6 +327,53 @@ impl DeadlineKeeper {
         }
     }
 
+    /// Evicts the finished tasks past their TTL, once every [`SWEEP_EVERY`], until
+    /// `shutdown`. With several task-state replicas each one sweeps; an eviction of a
+    /// task another replica evicted first finds nothing to delete.
+    async fn sweep_finished(self, shutdown: CancellationToken) {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = every.tick() => {}
+            }
+            let evicted = self.evict_due().await;
+            if evicted > 0 {
+                tracing::info!(evicted, "evicted finished tasks after their TTL");
+            }
+        }
+    }
+
+    /// Evicts every finished task past its TTL now; returns how many.
+    async fn evict_due(&self) -> usize {
+        let elapsed = Instant::now().saturating_duration_since(self.started.1);
+        let now = self.started.0 + elapsed;
+        let cutoff = now - self.config.terminal_ttl;
+        let cutoff = u64::try_from(cutoff.timestamp_millis()).unwrap_or(0);
+        let mut evicted = 0;
+        loop {
+            let due = match self.store.finished_before(cutoff, SWEEP_BATCH).await {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list the finished tasks past their TTL");
+                    return evicted;
+                }
+            };
+            let round = due.len();
+            let done: Vec<bool> = futures::stream::iter(due)
+                .map(|task_id| async move { self.evict(&task_id).await })
+                .buffer_unordered(EVICTIONS_AT_ONCE)
+                .collect()
+                .await;
+            evicted += done.iter().filter(|ok| **ok).count();
+            // A failed eviction stays due: the next sweep tries it again, not this loop.
+            if round < SWEEP_BATCH || done.contains(&false) {
+                return evicted;
+            }
+        }
+    }
+
     async fn conditional(&self, record: &TaskRecord, expected: &[TaskState], update: TaskUpdate) {
         match self
             .tasks
@@ -330,17 +390,22 @@ impl DeadlineKeeper {
         }
     }
 
-    async fn evict(&self, record: &TaskRecord) {
-        if let Err(e) = self.push.delete_push_configs(&record.task.id).await {
-            tracing::warn!(task_id = %record.task.id, error = %e, "could not evict push configs");
-            return;
+    /// Deletes a finished task with its push configs; returns whether that went well.
+    async fn evict(&self, task_id: &str) -> bool {
+        if self.push.may_have_push_configs(task_id)
+            && let Err(e) = self.push.delete_push_configs(task_id).await
+        {
+            tracing::warn!(task_id, error = %e, "could not evict push configs");
+            return false;
         }
-        match self.store.delete(&record.task.id).await {
+        match self.store.delete(task_id).await {
             Ok(_) => {
-                tracing::info!(task_id = %record.task.id, "finished task evicted after its TTL")
+                tracing::debug!(task_id, "finished task evicted after its TTL");
+                true
             }
             Err(e) => {
-                tracing::warn!(task_id = %record.task.id, error = %e, "could not evict a finished task")
+                tracing::warn!(task_id, error = %e, "could not evict a finished task");
+                false
             }
         }
     }
@@ -425,37 +490,37 @@ mod tests {
     }
 
     #[test]
-    fn a_finished_task_waits_for_its_eviction_alone_and_in_order() {
+    fn finished_tasks_hold_no_timer() {
         let now = Instant::now();
-        let timer = |id: &str, due_secs: u64, action| Timer {
+        let timer = |id: &str, due_secs: u64| Timer {
             due: now + Duration::from_secs(due_secs),
             task_id: id.into(),
-            seq: due_secs,
-            action,
+            seq: 1,
+            action: Action::FailStalled,
         };
         let mut timers = Timers::default();
-        timers.set(timer("runs", 900, Action::FailStalled));
-        timers.set(timer("ends", 900, Action::FailStalled));
-        timers.set(timer("ends", 3600, Action::Evict));
-        timers.set(timer("ended-before", 1800, Action::Evict));
+        timers.set(timer("runs", 900));
+        for i in 0..10_000 {
+            let id = format!("ends-{i}");
+            timers.set(timer(&id, 900 + i));
+            timers.finish(&id);
+        }
         assert!(
-            timers.heap.len() == 2 && timers.latest.len() == 1,
-            "{timers:?}"
+            timers.latest.len() == 1 && timers.armed.len() == 1,
+            "only the running task is left: {} {}",
+            timers.latest.len(),
+            timers.armed.len()
         );
-        assert_eq!(timers.next_due(), Some(now + Duration::from_secs(900)));
+        assert!(
+            timers.heap.len() <= 2 + 64 + 1,
+            "the finished tasks' heap entries are dropped as they pile up: {}",
+            timers.heap.len()
+        );
         let far = now + Duration::from_secs(100_000);
         let fired: Vec<_> = std::iter::from_fn(|| timers.pop_due(far))
-            .map(|t| (t.task_id.to_string(), t.action))
+            .map(|t| t.task_id.to_string())
             .collect();
-        assert_eq!(
-            fired,
-            [
-                ("ended-before".to_owned(), Action::Evict),
-                ("ends".to_owned(), Action::Evict),
-                ("runs".to_owned(), Action::FailStalled),
-            ],
-            "evictions first (due before `far` they all are), the finished task's stall timer never"
-        );
+        assert_eq!(fired, ["runs"], "a finished task's stall timer never fires");
         assert_eq!(timers.next_due(), None);
     }
 
@@ -566,7 +631,14 @@ mod tests {
             )
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_secs(3599)).await;
+        tokio::time::sleep(Duration::from_secs(901)).await;
+        settle().await;
+        assert_eq!(
+            w.tasks.get(&scope(), &running).await.unwrap().state(),
+            TaskState::Failed,
+            "the working task stalled"
+        );
+        tokio::time::sleep(Duration::from_secs(3599 - 901)).await;
         settle().await;
         assert!(w.tasks.get(&scope(), &id).await.is_ok());
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -576,10 +648,52 @@ mod tests {
             ErrorKind::TaskNotFound
         );
         assert!(w.store.events_after(&id, 0, 10).await.unwrap().is_empty());
-        // The working task stalled long ago and, failed, waits out its own TTL.
+        w.stop.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sweep_evicts_every_finished_task_due_and_nothing_else() {
+        let w = world().await;
+        // More than one round of the sweep, and one with a push config to take along.
+        let mut finished = Vec::new();
+        for _ in 0..SWEEP_BATCH + 100 {
+            finished.push(task_in(&w, TaskState::Completed).await);
+        }
+        let record = sb_store::suite::push_config_record(&finished[0], "hook");
+        w.store.put_push_config(record).await.unwrap();
+        // The store's times are the wall clock's, which a paused tokio clock does not
+        // move: a task not yet due is one that finished in the wall clock's future.
+        let young = task_in(&w, TaskState::Failed).await;
+        let mut record = w.store.get(&young).await.unwrap().unwrap();
+        record.task.status.timestamp = Some(Utc::now() + chrono::Duration::minutes(30));
+        record.seq += 1;
+        let commit = sb_store::TaskCommit {
+            expected_seq: record.seq - 1,
+            record: Arc::new(record),
+            events: Vec::new(),
+            open_limit: None,
+        };
+        w.store.commit(commit).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3601)).await;
+        settle().await;
+        for id in &finished {
+            assert!(w.store.get(id).await.unwrap().is_none(), "{id} evicted");
+        }
+        assert!(
+            w.store
+                .list_push_configs(&finished[0])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            w.store.get(&young).await.unwrap().is_some(),
+            "finished half an hour ago: not due"
+        );
         assert_eq!(
-            w.tasks.get(&scope(), &running).await.unwrap().state(),
-            TaskState::Failed
+            w.store.finished_before(u64::MAX, 10).await.unwrap(),
+            [young],
+            "the index holds the one left, once"
         );
         w.stop.cancel();
     }

@@ -82,6 +82,17 @@ pub(super) enum Entry<'a> {
     RemoveDead {
         id: &'a str,
     },
+    /// The task finished at `at` (milliseconds since the epoch): its entry in the index
+    /// the TTL eviction sweeps. (Variants only ever go at the end: a journal written
+    /// before one was added still reads the same.)
+    PutFinished {
+        at: u64,
+        id: &'a str,
+    },
+    RemoveFinished {
+        at: u64,
+        id: &'a str,
+    },
 }
 
 /// The decoded entries of one frame's payload.

@@ -34,6 +34,8 @@ const TASKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tasks");
 const EVENTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("events");
 const PUSH: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("push_configs");
 const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letters");
+/// Finished tasks by the time they finished (milliseconds), for the TTL eviction.
+const FINISHED: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("finished");
 
 use writer::{Queued, WriteOp};
 
@@ -259,6 +261,12 @@ impl RedbStore {
             tracing::info!(
                 batches = unapplied.len(),
                 "replayed the store journal: the last run ended without a checkpoint"
+            );
+        }
+        if let Some(indexed) = tables::index_finished_tasks(&db)?.filter(|n| *n > 0) {
+            tracing::info!(
+                indexed,
+                "indexed the store's finished tasks for their eviction (once, on the first start of this version)"
             );
         }
         let hot = SharedHot::default();
@@ -498,6 +506,22 @@ impl TaskStore for RedbStore {
         let (tx, rx) = oneshot::channel();
         self.write(WriteOp::DeleteTask(task_id.to_owned(), tx), rx)
             .await
+    }
+
+    async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {
+        self.read(move |txn| {
+            let finished = txn.open_table(FINISHED).map_err(StoreError::backend)?;
+            let due = finished
+                .range((0, "")..(cutoff_millis.saturating_add(1), ""))
+                .map_err(StoreError::backend)?;
+            due.take(limit)
+                .map(|row| {
+                    row.map(|(key, _)| key.value().1.to_owned())
+                        .map_err(StoreError::backend)
+                })
+                .collect()
+        })
+        .await
     }
 }
 

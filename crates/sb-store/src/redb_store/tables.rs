@@ -4,12 +4,16 @@
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::journal::{Entry, Journal, entries};
-use super::{DEAD, EVENTS, PUSH, TASKS};
+use super::{DEAD, EVENTS, FINISHED, PUSH, TASKS};
+use crate::record::TaskRecord;
 use crate::traits::{StoreError, StoreResult};
 
 /// Store-wide facts: the journal epoch of the last checkpoint.
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 const JOURNAL_EPOCH: &str = "journal_epoch";
+/// Set once [`FINISHED`] indexes every finished task: a store written before the index
+/// existed is indexed once, when it is first opened.
+const FINISHED_INDEXED: &str = "finished_indexed";
 
 pub(super) type PushTable<'txn> = redb::Table<'txn, (&'static str, &'static str), &'static [u8]>;
 
@@ -19,6 +23,7 @@ pub(super) struct Tables<'txn> {
     pub(super) events: redb::Table<'txn, (&'static str, u64), &'static [u8]>,
     pub(super) push: PushTable<'txn>,
     pub(super) dead: redb::Table<'txn, &'static str, &'static [u8]>,
+    pub(super) finished: redb::Table<'txn, (u64, &'static str), ()>,
 }
 
 impl<'txn> Tables<'txn> {
@@ -28,6 +33,7 @@ impl<'txn> Tables<'txn> {
             events: txn.open_table(EVENTS).map_err(StoreError::backend)?,
             push: txn.open_table(PUSH).map_err(StoreError::backend)?,
             dead: txn.open_table(DEAD).map_err(StoreError::backend)?,
+            finished: txn.open_table(FINISHED).map_err(StoreError::backend)?,
         })
     }
 
@@ -58,6 +64,8 @@ impl<'txn> Tables<'txn> {
                 }),
             Entry::PutDead { id, value } => self.dead.insert(id, value).map(drop),
             Entry::RemoveDead { id } => self.dead.remove(id).map(drop),
+            Entry::PutFinished { at, id } => self.finished.insert((at, id), ()).map(drop),
+            Entry::RemoveFinished { at, id } => self.finished.remove((at, id)).map(drop),
         };
         done.map_err(StoreError::backend)
     }
@@ -72,12 +80,64 @@ pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
         txn.open_table(EVENTS).map_err(StoreError::backend)?;
         txn.open_table(PUSH).map_err(StoreError::backend)?;
         txn.open_table(DEAD).map_err(StoreError::backend)?;
+        txn.open_table(FINISHED).map_err(StoreError::backend)?;
         let meta = txn.open_table(META).map_err(StoreError::backend)?;
         let epoch = meta.get(JOURNAL_EPOCH).map_err(StoreError::backend)?;
         epoch.map(|e| e.value()).unwrap_or(0)
     };
     txn.commit().map_err(StoreError::backend)?;
     Ok(epoch)
+}
+
+/// Indexes every finished task in [`FINISHED`], once: a store written before the index
+/// existed has none there. Returns how many it indexed (`None`: it had been done).
+pub(super) fn index_finished_tasks(db: &Database) -> StoreResult<Option<usize>> {
+    let txn = db.begin_write().map_err(StoreError::backend)?;
+    let indexed = {
+        let mut meta = txn.open_table(META).map_err(StoreError::backend)?;
+        if meta
+            .get(FINISHED_INDEXED)
+            .map_err(StoreError::backend)?
+            .is_some()
+        {
+            None
+        } else {
+            let tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
+            let mut finished = txn.open_table(FINISHED).map_err(StoreError::backend)?;
+            let mut indexed = 0;
+            for row in tasks.iter().map_err(StoreError::backend)? {
+                let (id, value) = row.map_err(StoreError::backend)?;
+                let record = TaskRecord::from_stored_json(value.value())
+                    .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))?;
+                if let Some(at) = record.finished_at_millis() {
+                    finished
+                        .insert((at, id.value()), ())
+                        .map_err(StoreError::backend)?;
+                    indexed += 1;
+                }
+            }
+            meta.insert(FINISHED_INDEXED, 1)
+                .map_err(StoreError::backend)?;
+            Some(indexed)
+        }
+    };
+    match indexed {
+        Some(_) => txn.commit().map_err(StoreError::backend)?,
+        None => txn.abort().map_err(StoreError::backend)?,
+    }
+    Ok(indexed)
+}
+
+/// Makes the file look like one written before [`FINISHED`] existed.
+#[cfg(test)]
+pub(super) fn forget_finished_index(db: &Database) {
+    let txn = db.begin_write().unwrap();
+    txn.delete_table(FINISHED).unwrap();
+    txn.open_table(META)
+        .unwrap()
+        .remove(FINISHED_INDEXED)
+        .unwrap();
+    txn.commit().unwrap();
 }
 
 /// Applies what the journal holds beyond the last checkpoint (after a crash), then
@@ -104,9 +164,12 @@ fn apply_all(txn: &WriteTransaction, payloads: &[Vec<u8>]) -> StoreResult<()> {
     for payload in payloads {
         all.extend(entries(payload)?);
     }
-    let puts_only = all
-        .iter()
-        .all(|e| matches!(e, Entry::PutTask { .. } | Entry::PutEvent { .. }));
+    let puts_only = all.iter().all(|e| {
+        matches!(
+            e,
+            Entry::PutTask { .. } | Entry::PutEvent { .. } | Entry::PutFinished { .. }
+        )
+    });
     if puts_only {
         all.sort_by(|a, b| put_key(a).cmp(&put_key(b)));
     }
@@ -121,7 +184,8 @@ fn put_key<'e>(entry: &'e Entry<'_>) -> (u8, &'e str, u64) {
     match *entry {
         Entry::PutTask { id, .. } => (0, id, 0),
         Entry::PutEvent { task_id, seq, .. } => (1, task_id, seq),
-        _ => (2, "", 0),
+        Entry::PutFinished { at, id } => (2, id, at),
+        _ => (3, "", 0),
     }
 }
 

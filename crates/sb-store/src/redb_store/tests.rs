@@ -38,6 +38,36 @@ async fn survives_reopen() {
     ));
 }
 
+#[tokio::test]
+async fn a_store_from_before_the_finished_index_is_indexed_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    {
+        let store = RedbStore::open(&path).unwrap();
+        let mut ended = crate::suite::new_commit("ended", 0, 1);
+        std::sync::Arc::make_mut(&mut ended.record)
+            .task
+            .status
+            .state = sb_protocol::TaskState::Completed;
+        store.commit(ended).await.unwrap();
+        let running = crate::suite::new_commit("running", 0, 1);
+        store.commit(running).await.unwrap();
+    }
+    let db = loop {
+        match redb::Database::open(&path) {
+            Ok(db) => break db,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    tables::forget_finished_index(&db);
+    drop(db);
+    let store = reopen(&path, super::writer::CHECKPOINT_EVERY).await;
+    assert_eq!(
+        store.finished_before(u64::MAX, 10).await.unwrap(),
+        ["ended"]
+    );
+}
+
 /// Set in the child process [`acknowledged_writes_survive_a_kill_9`] starts.
 const CRASH_DIR: &str = "SB_STORE_CRASH_TEST_DIR";
 /// Set (in ms) when the child checkpoints all along, with writers side by side.

@@ -532,12 +532,19 @@ fn apply_op(
             Reply::Unit(tx, Ok(()))
         }
         WriteOp::DeleteTask(task_id, tx) => {
-            let existed = writer
+            let finished_at = match writer
                 .tables()?
                 .tasks
                 .get(task_id.as_str())
                 .map_err(StoreError::backend)?
-                .is_some();
+            {
+                Some(bytes) => Some(decode::<TaskRecord>(bytes.value())?.finished_at_millis()),
+                None => None,
+            };
+            let existed = finished_at.is_some();
+            if let Some(Some(at)) = finished_at {
+                writer.write(Entry::RemoveFinished { at, id: &task_id })?;
+            }
             writer.write(Entry::RemoveTask { id: &task_id })?;
             changes.records.remove(&task_id);
             changes.deleted.push(task_id);
@@ -635,6 +642,20 @@ fn apply_commit(
         id: task_id,
         value: &record,
     })?;
+    if let Some(at) = commit.record.finished_at_millis() {
+        // A finished task committed again (its end restamped) keeps one entry.
+        let before = match commit.expected_seq {
+            0 => None,
+            _ => finished_at_before(writer, hot, changes, task_id)?,
+        };
+        if let Some(before) = before.filter(|before| *before != at) {
+            writer.write(Entry::RemoveFinished {
+                at: before,
+                id: task_id,
+            })?;
+        }
+        writer.write(Entry::PutFinished { at, id: task_id })?;
+    }
     if let Some(first) = commit.events.first() {
         let run = super::runs::encode(&commit.events)?;
         writer.write(Entry::PutEvent {
@@ -644,4 +665,40 @@ fn apply_commit(
         })?;
     }
     Ok(Ok(()))
+}
+
+/// When the task finished, as stored before this commit (from this batch, else the
+/// cache, else the file); `None` if it had not.
+fn finished_at_before(
+    writer: &mut BatchWriter<'_, '_>,
+    hot: &SharedHot,
+    changes: &Changes,
+    task_id: &str,
+) -> StoreResult<Option<u64>> {
+    let cached = changes
+        .records
+        .get(task_id)
+        .cloned()
+        .or_else(|| hot.read().records.get(task_id).cloned());
+    if let Some(record) = cached {
+        return Ok(record.finished_at_millis());
+    }
+    let bytes = match (&writer.tables, &writer.snapshot) {
+        (Some(tables), _) => tables
+            .tasks
+            .get(task_id)
+            .map_err(StoreError::backend)?
+            .map(|b| b.value().to_vec()),
+        (None, Some(snapshot)) => snapshot
+            .open_table(TASKS)
+            .map_err(StoreError::backend)?
+            .get(task_id)
+            .map_err(StoreError::backend)?
+            .map(|b| b.value().to_vec()),
+        (None, None) => None,
+    };
+    bytes
+        .map(|b| decode::<TaskRecord>(&b).map(|r| r.finished_at_millis()))
+        .transpose()
+        .map(Option::flatten)
 }

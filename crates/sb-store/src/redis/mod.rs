@@ -13,6 +13,9 @@
 //! - channel `P ended`: a task's id when a commit brought it to a terminal state.
 //! - `P idx:{agent}\n{owner}`: ZSET of task ids by status time (millis), for `list`.
 //! - `P tasks`: ZSET of every task id by creation time (millis), for `list_all`.
+//! - `P finished`: ZSET of finished task ids by the time they finished (millis), for the
+//!   TTL eviction; `P finished-indexed` is set once it indexes every finished task (a
+//!   store written before it existed is indexed by the first `finished_before`).
 //! - `P push:{task}`: HASH config id → PushConfigRecord JSON, written only by `put`.
 //! - `P push-cursor:{task}`: HASH config id → delivery cursor (see `push.rs` for why apart).
 //! - `P push-tasks`: SET of task ids that have configs.
@@ -87,6 +90,12 @@ impl Keys {
     }
     fn tasks(&self) -> String {
         format!("{}tasks", self.prefix)
+    }
+    fn finished(&self) -> String {
+        format!("{}finished", self.prefix)
+    }
+    fn finished_indexed(&self) -> String {
+        format!("{}finished-indexed", self.prefix)
     }
     fn push(&self, task_id: &str) -> String {
         format!("{}push:{task_id}", self.prefix)

@@ -32,6 +32,8 @@ pub struct RedisStore {
     pub(super) keys: Keys,
     /// `host:port/db`, for messages.
     pub(super) place: Arc<str>,
+    /// Set once `P finished` is known to index every finished task.
+    finished_indexed: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -63,6 +65,7 @@ impl RedisStore {
                 prefix: prefix.to_owned(),
             },
             place: place.into(),
+            finished_indexed: Arc::default(),
         })
     }
 
@@ -89,6 +92,59 @@ impl RedisStore {
                 .map_err(self.err(what)),
             other => other.map_err(self.err(what)),
         }
+    }
+
+    /// Indexes every finished task in `P finished`, unless done already (a store written
+    /// before the index existed has none there). Replicas doing it at once add the same
+    /// entries; a task deleted meanwhile may be left indexed, and the eviction's delete
+    /// of it takes its entry out.
+    async fn index_finished_tasks(&self) -> StoreResult<()> {
+        let mut done = ::redis::cmd("EXISTS");
+        done.arg(self.keys.finished_indexed());
+        if self
+            .read::<bool>(&done, "read the finished-task index")
+            .await?
+        {
+            return Ok(());
+        }
+        let mut all = ::redis::cmd("ZRANGE");
+        all.arg(self.keys.tasks()).arg(0).arg(-1);
+        let ids: Vec<String> = self.read(&all, "list all tasks").await?;
+        let mut indexed = 0;
+        for chunk in ids.chunks(FETCH_BATCH) {
+            let records = self.records(chunk).await?;
+            let mut pipe = ::redis::pipe();
+            let finished = records
+                .iter()
+                .filter_map(|r| Some((r.finished_at_millis()?, &r.task.id)));
+            for (at, id) in finished {
+                pipe.cmd("ZADD")
+                    .arg(self.keys.finished())
+                    .arg(at)
+                    .arg(id)
+                    .ignore();
+                indexed += 1;
+            }
+            if pipe.cmd_iter().next().is_none() {
+                continue;
+            }
+            pipe.query_async::<()>(&mut self.conn())
+                .await
+                .map_err(self.err("index finished tasks"))?;
+        }
+        ::redis::cmd("SET")
+            .arg(self.keys.finished_indexed())
+            .arg(1)
+            .query_async::<()>(&mut self.conn())
+            .await
+            .map_err(self.err("index finished tasks"))?;
+        if indexed > 0 {
+            tracing::info!(
+                indexed,
+                "indexed the finished tasks in redis for their eviction (once, on the first sweep of this version)"
+            );
+        }
+        Ok(())
     }
 
     /// The records of these tasks, skipping any deleted meanwhile.
@@ -146,6 +202,7 @@ impl TaskStore for RedisStore {
             .key(self.keys.index(&record.agent, &record.owner))
             .key(self.keys.tasks())
             .key(self.keys.open(&record.agent, &record.owner))
+            .key(self.keys.finished())
             .arg(commit.expected_seq)
             .arg(record.seq)
             .arg(record.to_stored_json().map_err(StoreError::backend)?)
@@ -262,10 +319,25 @@ impl TaskStore for RedisStore {
             .key(self.keys.task(task_id))
             .key(self.keys.events(task_id))
             .key(self.keys.tasks())
+            .key(self.keys.finished())
             .arg(task_id)
             .invoke_async(&mut self.conn())
             .await
             .map_err(self.err("delete a task"))?;
         Ok(existed == 1)
+    }
+
+    async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {
+        self.finished_indexed
+            .get_or_try_init(|| self.index_finished_tasks())
+            .await?;
+        let mut cmd = ::redis::cmd("ZRANGEBYSCORE");
+        cmd.arg(self.keys.finished())
+            .arg("-inf")
+            .arg(cutoff_millis)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit.min(i64::MAX as usize));
+        self.read(&cmd, "list finished tasks").await
     }
 }

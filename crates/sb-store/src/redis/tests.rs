@@ -594,3 +594,29 @@ async fn the_open_task_limit_is_shared_by_every_replica() {
     assert!(a.delete("t2").await.unwrap());
     b.commit(create("t4")).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_redis_from_before_the_finished_index_is_indexed_by_the_first_sweep() {
+    let redis = TestRedis::shared();
+    let prefix = TestRedis::prefix("backfill");
+    let old = RedisStore::connect(redis.url(), &prefix).await.unwrap();
+    let mut ended = new_commit("ended", 0, 1);
+    std::sync::Arc::make_mut(&mut ended.record)
+        .task
+        .status
+        .state = TaskState::Completed;
+    old.commit(ended).await.unwrap();
+    old.commit(new_commit("running", 0, 1)).await.unwrap();
+    // What a store written by the previous version has: no index, no mark.
+    let finished = format!("{prefix}finished");
+    let marked = format!("{prefix}finished-indexed");
+    redis.command(&["DEL", &finished, &marked]).await;
+    let new = RedisStore::connect(redis.url(), &prefix).await.unwrap();
+    assert_eq!(new.finished_before(u64::MAX, 10).await.unwrap(), ["ended"]);
+    let mark = redis.command(&["EXISTS", &marked]).await;
+    assert_eq!(
+        ::redis::from_redis_value::<i64>(mark).unwrap(),
+        1,
+        "done once"
+    );
+}

@@ -3,7 +3,7 @@
 -- script, so a racing replica sees either all of it or none of it.
 --
 -- KEYS: 1 task hash, 2 task stream, 3 global stream, 4 principal index, 5 all-tasks index,
---       6 the principal's set of unfinished tasks
+--       6 the principal's set of unfinished tasks, 7 the finished tasks by end time
 -- ARGV: 1 expected seq, 2 new seq, 3 record JSON, 4 task id, 5 status millis,
 --       6 created millis, 7 pub/sub channel, 8 global stream cap,
 --       9 "1" if the task is unfinished after this commit, else "0",
@@ -59,6 +59,7 @@ redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
 redis.call('ZADD', KEYS[5], ARGV[6], ARGV[4])
 -- After the events: whoever hears of the end reads a task that has every one of them.
 if ARGV[9] == '0' then
+  redis.call('ZADD', KEYS[7], ARGV[5], ARGV[4])
   redis.call('PUBLISH', ARGV[11], ARGV[4])
 end
 return false

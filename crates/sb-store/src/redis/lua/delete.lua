@@ -1,7 +1,7 @@
 -- Removes a task, its event stream, its index entries and its open-task entry (TTL
 -- eviction).
 --
--- KEYS: 1 task hash, 2 task stream, 3 all-tasks index
+-- KEYS: 1 task hash, 2 task stream, 3 all-tasks index, 4 finished tasks by end time
 -- ARGV: 1 task id
 -- Returns 1 when the task existed, else 0.
 
@@ -16,4 +16,5 @@ if open then
   redis.call('SREM', open, ARGV[1])
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
 return existed
