@@ -39,6 +39,9 @@ impl TaskStore for CountingStore {
     async fn list_all(&self) -> StoreResult<Vec<TaskRecord>> {
         self.inner.list_all().await
     }
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+        self.inner.list_unfinished().await
+    }
 
     async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {
         self.inner.finished_before(cutoff_millis, limit).await

@@ -108,6 +108,12 @@ impl TaskStore for MemoryStore {
         Ok(self.state.lock().tasks.values().cloned().collect())
     }
 
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+        let state = self.state.lock();
+        let unfinished = state.tasks.values().filter(|r| !r.state().is_terminal());
+        Ok(unfinished.cloned().collect())
+    }
+
     async fn delete(&self, task_id: &str) -> StoreResult<bool> {
         let mut state = self.state.lock();
         state.events.remove(task_id);

@@ -200,7 +200,7 @@ fn commit_in(id: &str, expected: u64, state: TaskState, seconds: i64) -> TaskCom
     commit
 }
 
-pub async fn finished_tasks_are_indexed_by_their_end(store: &dyn TaskStore) {
+pub async fn tasks_are_indexed_as_finished_or_not(store: &dyn TaskStore) {
     let millis = |seconds: i64| {
         let base = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap();
         (base + Duration::seconds(seconds)).timestamp_millis() as u64
@@ -256,6 +256,30 @@ pub async fn finished_tasks_are_indexed_by_their_end(store: &dyn TaskStore) {
         store.finished_before(u64::MAX, 100).await.unwrap(),
         ["moved", "late"]
     );
+
+    let unfinished = || async {
+        let mut ids: Vec<String> = store
+            .list_unfinished()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.task.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(unfinished().await, ["running", "waiting"]);
+    store
+        .commit(commit_in("running", 1, TaskState::Completed, 40))
+        .await
+        .unwrap();
+    assert_eq!(unfinished().await, ["waiting"]);
+    assert_eq!(
+        store.finished_before(u64::MAX, 100).await.unwrap(),
+        ["moved", "late", "running"]
+    );
+    assert!(store.delete("waiting").await.unwrap());
+    assert!(unfinished().await.is_empty());
 }
 
 /// A v1.0 config of `task_id` named `config_id`, delivering from the start.
@@ -426,8 +450,8 @@ macro_rules! store_test_suite {
             }
 
             #[tokio::test]
-            async fn finished_tasks_are_indexed_by_their_end() {
-                $crate::suite::finished_tasks_are_indexed_by_their_end(&make().await).await;
+            async fn tasks_are_indexed_as_finished_or_not() {
+                $crate::suite::tasks_are_indexed_as_finished_or_not(&make().await).await;
             }
 
             #[tokio::test]

@@ -66,8 +66,13 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     async fn list(&self, query: &TaskQuery) -> StoreResult<TaskPage>;
 
-    /// Every task (at startup: recovery and rebuilding deadlines).
+    /// Every task (tests and tools: this reads the whole store).
     async fn list_all(&self) -> StoreResult<Vec<TaskRecord>>;
+
+    /// Every task not in a terminal state (at startup: recovery and rebuilding
+    /// deadlines). Each store keeps them in an index of their own, so this reads the
+    /// running and waiting tasks only, however many finished ones the store holds.
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>>;
 
     /// Removes a task and its event log (TTL eviction). Returns whether it existed.
     async fn delete(&self, task_id: &str) -> StoreResult<bool>;

@@ -194,7 +194,7 @@ impl DeadlineKeeper {
         })
     }
 
-    /// Every running task's timer.
+    /// The timers of the tasks still running or waiting.
     fn load(&self, records: &[TaskRecord]) -> Timers {
         let mut timers = Timers::default();
         for record in records {
@@ -227,7 +227,7 @@ impl DeadlineKeeper {
         };
         tokio::spawn(self.clone().sweep_finished(shutdown.clone()));
         let mut timers = Timers::default();
-        match self.store.list_all().await {
+        match self.store.list_unfinished().await {
             Ok(records) => timers = self.load(&records),
             Err(e) => {
                 tracing::error!(error = %e, "cannot load task deadlines; only new events get them")
@@ -267,7 +267,7 @@ impl DeadlineKeeper {
                             Err(broadcast::error::RecvError::Lagged(missed)) => {
                                 // Timers of the missed events are lost: rebuild them from the store.
                                 tracing::warn!(missed, "deadline keeper fell behind; reloading deadlines");
-                                if let Ok(records) = self.store.list_all().await {
+                                if let Ok(records) = self.store.list_unfinished().await {
                                     timers = self.load(&records);
                                 }
                             }

@@ -298,7 +298,7 @@ impl LocalTaskService {
     /// agent run is gone, and a task must never stay silently stuck. Interrupted tasks
     /// keep waiting for their client. Returns how many tasks were failed.
     pub async fn recover_unfinished(&self) -> TaskResult<usize> {
-        let all = self.store.list_all().await.map_err(store_error)?;
+        let all = self.store.list_unfinished().await.map_err(store_error)?;
         for record in all.iter().filter(|r| r.state().is_interrupted()) {
             self.observe(record);
         }

@@ -93,6 +93,13 @@ pub(super) enum Entry<'a> {
         at: u64,
         id: &'a str,
     },
+    /// The task is running or waiting: its entry in the index recovery reads at startup.
+    PutUnfinished {
+        id: &'a str,
+    },
+    RemoveUnfinished {
+        id: &'a str,
+    },
 }
 
 /// The decoded entries of one frame's payload.

@@ -36,6 +36,8 @@ const PUSH: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("pus
 const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letters");
 /// Finished tasks by the time they finished (milliseconds), for the TTL eviction.
 const FINISHED: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("finished");
+/// Tasks not finished yet, for recovery and the deadlines at startup.
+const UNFINISHED: TableDefinition<'_, &str, ()> = TableDefinition::new("unfinished");
 
 use writer::{Queued, WriteOp};
 
@@ -263,10 +265,10 @@ impl RedbStore {
                 "replayed the store journal: the last run ended without a checkpoint"
             );
         }
-        if let Some(indexed) = tables::index_finished_tasks(&db)?.filter(|n| *n > 0) {
+        if let Some(indexed) = tables::index_tasks(&db)?.filter(|n| *n > 0) {
             tracing::info!(
                 indexed,
-                "indexed the store's finished tasks for their eviction (once, on the first start of this version)"
+                "indexed the store's tasks as finished or not (once, on the first start of this version)"
             );
         }
         let hot = SharedHot::default();
@@ -506,6 +508,22 @@ impl TaskStore for RedbStore {
         let (tx, rx) = oneshot::channel();
         self.write(WriteOp::DeleteTask(task_id.to_owned(), tx), rx)
             .await
+    }
+
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+        self.read(|txn| {
+            let unfinished = txn.open_table(UNFINISHED).map_err(StoreError::backend)?;
+            let tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
+            let mut records = Vec::new();
+            for row in unfinished.iter().map_err(StoreError::backend)? {
+                let (id, _) = row.map_err(StoreError::backend)?;
+                if let Some(bytes) = tasks.get(id.value()).map_err(StoreError::backend)? {
+                    records.push(decode(bytes.value())?);
+                }
+            }
+            Ok(records)
+        })
+        .await
     }
 
     async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {

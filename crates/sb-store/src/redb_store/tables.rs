@@ -4,16 +4,16 @@
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::journal::{Entry, Journal, entries};
-use super::{DEAD, EVENTS, FINISHED, PUSH, TASKS};
+use super::{DEAD, EVENTS, FINISHED, PUSH, TASKS, UNFINISHED};
 use crate::record::TaskRecord;
 use crate::traits::{StoreError, StoreResult};
 
 /// Store-wide facts: the journal epoch of the last checkpoint.
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 const JOURNAL_EPOCH: &str = "journal_epoch";
-/// Set once [`FINISHED`] indexes every finished task: a store written before the index
-/// existed is indexed once, when it is first opened.
-const FINISHED_INDEXED: &str = "finished_indexed";
+/// Set once [`FINISHED`] and [`UNFINISHED`] index every task: a store written before
+/// they existed is indexed once, when it is first opened.
+const TASKS_INDEXED: &str = "tasks_indexed";
 
 pub(super) type PushTable<'txn> = redb::Table<'txn, (&'static str, &'static str), &'static [u8]>;
 
@@ -24,6 +24,7 @@ pub(super) struct Tables<'txn> {
     pub(super) push: PushTable<'txn>,
     pub(super) dead: redb::Table<'txn, &'static str, &'static [u8]>,
     pub(super) finished: redb::Table<'txn, (u64, &'static str), ()>,
+    pub(super) unfinished: redb::Table<'txn, &'static str, ()>,
 }
 
 impl<'txn> Tables<'txn> {
@@ -34,6 +35,7 @@ impl<'txn> Tables<'txn> {
             push: txn.open_table(PUSH).map_err(StoreError::backend)?,
             dead: txn.open_table(DEAD).map_err(StoreError::backend)?,
             finished: txn.open_table(FINISHED).map_err(StoreError::backend)?,
+            unfinished: txn.open_table(UNFINISHED).map_err(StoreError::backend)?,
         })
     }
 
@@ -66,6 +68,8 @@ impl<'txn> Tables<'txn> {
             Entry::RemoveDead { id } => self.dead.remove(id).map(drop),
             Entry::PutFinished { at, id } => self.finished.insert((at, id), ()).map(drop),
             Entry::RemoveFinished { at, id } => self.finished.remove((at, id)).map(drop),
+            Entry::PutUnfinished { id } => self.unfinished.insert(id, ()).map(drop),
+            Entry::RemoveUnfinished { id } => self.unfinished.remove(id).map(drop),
         };
         done.map_err(StoreError::backend)
     }
@@ -81,6 +85,7 @@ pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
         txn.open_table(PUSH).map_err(StoreError::backend)?;
         txn.open_table(DEAD).map_err(StoreError::backend)?;
         txn.open_table(FINISHED).map_err(StoreError::backend)?;
+        txn.open_table(UNFINISHED).map_err(StoreError::backend)?;
         let meta = txn.open_table(META).map_err(StoreError::backend)?;
         let epoch = meta.get(JOURNAL_EPOCH).map_err(StoreError::backend)?;
         epoch.map(|e| e.value()).unwrap_or(0)
@@ -89,14 +94,15 @@ pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
     Ok(epoch)
 }
 
-/// Indexes every finished task in [`FINISHED`], once: a store written before the index
-/// existed has none there. Returns how many it indexed (`None`: it had been done).
-pub(super) fn index_finished_tasks(db: &Database) -> StoreResult<Option<usize>> {
+/// Indexes every task in [`FINISHED`] or [`UNFINISHED`], once: a store written before
+/// those existed has nothing there. Returns how many it indexed (`None`: it had been
+/// done).
+pub(super) fn index_tasks(db: &Database) -> StoreResult<Option<usize>> {
     let txn = db.begin_write().map_err(StoreError::backend)?;
     let indexed = {
         let mut meta = txn.open_table(META).map_err(StoreError::backend)?;
         if meta
-            .get(FINISHED_INDEXED)
+            .get(TASKS_INDEXED)
             .map_err(StoreError::backend)?
             .is_some()
         {
@@ -104,20 +110,20 @@ pub(super) fn index_finished_tasks(db: &Database) -> StoreResult<Option<usize>> 
         } else {
             let tasks = txn.open_table(TASKS).map_err(StoreError::backend)?;
             let mut finished = txn.open_table(FINISHED).map_err(StoreError::backend)?;
+            let mut unfinished = txn.open_table(UNFINISHED).map_err(StoreError::backend)?;
             let mut indexed = 0;
             for row in tasks.iter().map_err(StoreError::backend)? {
                 let (id, value) = row.map_err(StoreError::backend)?;
                 let record = TaskRecord::from_stored_json(value.value())
                     .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))?;
-                if let Some(at) = record.finished_at_millis() {
-                    finished
-                        .insert((at, id.value()), ())
-                        .map_err(StoreError::backend)?;
-                    indexed += 1;
+                match record.finished_at_millis() {
+                    Some(at) => finished.insert((at, id.value()), ()),
+                    None => unfinished.insert(id.value(), ()),
                 }
-            }
-            meta.insert(FINISHED_INDEXED, 1)
                 .map_err(StoreError::backend)?;
+                indexed += 1;
+            }
+            meta.insert(TASKS_INDEXED, 1).map_err(StoreError::backend)?;
             Some(indexed)
         }
     };
@@ -128,15 +134,13 @@ pub(super) fn index_finished_tasks(db: &Database) -> StoreResult<Option<usize>> 
     Ok(indexed)
 }
 
-/// Makes the file look like one written before [`FINISHED`] existed.
+/// Makes the file look like one written before [`FINISHED`] and [`UNFINISHED`] existed.
 #[cfg(test)]
-pub(super) fn forget_finished_index(db: &Database) {
+pub(super) fn forget_task_indexes(db: &Database) {
     let txn = db.begin_write().unwrap();
     txn.delete_table(FINISHED).unwrap();
-    txn.open_table(META)
-        .unwrap()
-        .remove(FINISHED_INDEXED)
-        .unwrap();
+    txn.delete_table(UNFINISHED).unwrap();
+    txn.open_table(META).unwrap().remove(TASKS_INDEXED).unwrap();
     txn.commit().unwrap();
 }
 
@@ -167,7 +171,10 @@ fn apply_all(txn: &WriteTransaction, payloads: &[Vec<u8>]) -> StoreResult<()> {
     let puts_only = all.iter().all(|e| {
         matches!(
             e,
-            Entry::PutTask { .. } | Entry::PutEvent { .. } | Entry::PutFinished { .. }
+            Entry::PutTask { .. }
+                | Entry::PutEvent { .. }
+                | Entry::PutFinished { .. }
+                | Entry::PutUnfinished { .. }
         )
     });
     if puts_only {
@@ -185,7 +192,8 @@ fn put_key<'e>(entry: &'e Entry<'_>) -> (u8, &'e str, u64) {
         Entry::PutTask { id, .. } => (0, id, 0),
         Entry::PutEvent { task_id, seq, .. } => (1, task_id, seq),
         Entry::PutFinished { at, id } => (2, id, at),
-        _ => (3, "", 0),
+        Entry::PutUnfinished { id } => (3, id, 0),
+        _ => (4, "", 0),
     }
 }
 

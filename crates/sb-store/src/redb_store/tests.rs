@@ -39,7 +39,7 @@ async fn survives_reopen() {
 }
 
 #[tokio::test]
-async fn a_store_from_before_the_finished_index_is_indexed_when_opened() {
+async fn a_store_from_before_the_task_indexes_is_indexed_when_opened() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
     {
@@ -59,13 +59,16 @@ async fn a_store_from_before_the_finished_index_is_indexed_when_opened() {
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     };
-    tables::forget_finished_index(&db);
+    tables::forget_task_indexes(&db);
     drop(db);
     let store = reopen(&path, super::writer::CHECKPOINT_EVERY).await;
     assert_eq!(
         store.finished_before(u64::MAX, 10).await.unwrap(),
         ["ended"]
     );
+    let unfinished = store.list_unfinished().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].task.id, "running");
 }
 
 /// Set in the child process [`acknowledged_writes_survive_a_kill_9`] starts.

@@ -542,8 +542,10 @@ fn apply_op(
                 None => None,
             };
             let existed = finished_at.is_some();
-            if let Some(Some(at)) = finished_at {
-                writer.write(Entry::RemoveFinished { at, id: &task_id })?;
+            match finished_at {
+                Some(Some(at)) => writer.write(Entry::RemoveFinished { at, id: &task_id })?,
+                Some(None) => writer.write(Entry::RemoveUnfinished { id: &task_id })?,
+                None => {}
             }
             writer.write(Entry::RemoveTask { id: &task_id })?;
             changes.records.remove(&task_id);
@@ -642,19 +644,24 @@ fn apply_commit(
         id: task_id,
         value: &record,
     })?;
-    if let Some(at) = commit.record.finished_at_millis() {
-        // A finished task committed again (its end restamped) keeps one entry.
-        let before = match commit.expected_seq {
-            0 => None,
-            _ => finished_at_before(writer, hot, changes, task_id)?,
-        };
-        if let Some(before) = before.filter(|before| *before != at) {
-            writer.write(Entry::RemoveFinished {
-                at: before,
-                id: task_id,
-            })?;
+    // The indexes of finished and unfinished tasks. A task created finished (an agent
+    // that answers at once) touches one; one created running, each index once more.
+    match (commit.expected_seq, commit.record.finished_at_millis()) {
+        (0, None) => writer.write(Entry::PutUnfinished { id: task_id })?,
+        (0, Some(at)) => writer.write(Entry::PutFinished { at, id: task_id })?,
+        (_, None) => {}
+        (_, Some(at)) => {
+            // A finished task committed again (its end restamped) keeps one entry.
+            match finished_at_before(writer, hot, changes, task_id)? {
+                None => writer.write(Entry::RemoveUnfinished { id: task_id })?,
+                Some(before) if before != at => writer.write(Entry::RemoveFinished {
+                    at: before,
+                    id: task_id,
+                })?,
+                Some(_) => {}
+            }
+            writer.write(Entry::PutFinished { at, id: task_id })?;
         }
-        writer.write(Entry::PutFinished { at, id: task_id })?;
     }
     if let Some(first) = commit.events.first() {
         let run = super::runs::encode(&commit.events)?;

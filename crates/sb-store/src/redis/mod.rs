@@ -14,8 +14,9 @@
 //! - `P idx:{agent}\n{owner}`: ZSET of task ids by status time (millis), for `list`.
 //! - `P tasks`: ZSET of every task id by creation time (millis), for `list_all`.
 //! - `P finished`: ZSET of finished task ids by the time they finished (millis), for the
-//!   TTL eviction; `P finished-indexed` is set once it indexes every finished task (a
-//!   store written before it existed is indexed by the first `finished_before`).
+//!   TTL eviction; `P unfinished`: SET of the other task ids, for recovery and deadlines
+//!   at startup. `P tasks-indexed` is set once both index every task (a store written
+//!   before they existed is indexed by the first `finished_before` or `list_unfinished`).
 //! - `P push:{task}`: HASH config id → PushConfigRecord JSON, written only by `put`.
 //! - `P push-cursor:{task}`: HASH config id → delivery cursor (see `push.rs` for why apart).
 //! - `P push-tasks`: SET of task ids that have configs.
@@ -94,8 +95,11 @@ impl Keys {
     fn finished(&self) -> String {
         format!("{}finished", self.prefix)
     }
-    fn finished_indexed(&self) -> String {
-        format!("{}finished-indexed", self.prefix)
+    fn unfinished(&self) -> String {
+        format!("{}unfinished", self.prefix)
+    }
+    fn tasks_indexed(&self) -> String {
+        format!("{}tasks-indexed", self.prefix)
     }
     fn push(&self, task_id: &str) -> String {
         format!("{}push:{task_id}", self.prefix)

@@ -32,8 +32,8 @@ pub struct RedisStore {
     pub(super) keys: Keys,
     /// `host:port/db`, for messages.
     pub(super) place: Arc<str>,
-    /// Set once `P finished` is known to index every finished task.
-    finished_indexed: Arc<tokio::sync::OnceCell<()>>,
+    /// Set once `P finished` and `P unfinished` are known to index every task.
+    tasks_indexed: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -65,7 +65,7 @@ impl RedisStore {
                 prefix: prefix.to_owned(),
             },
             place: place.into(),
-            finished_indexed: Arc::default(),
+            tasks_indexed: Arc::default(),
         })
     }
 
@@ -94,54 +94,47 @@ impl RedisStore {
         }
     }
 
-    /// Indexes every finished task in `P finished`, unless done already (a store written
-    /// before the index existed has none there). Replicas doing it at once add the same
-    /// entries; a task deleted meanwhile may be left indexed, and the eviction's delete
-    /// of it takes its entry out.
-    async fn index_finished_tasks(&self) -> StoreResult<()> {
+    /// Indexes every task in `P finished` or `P unfinished`, unless done already (a
+    /// store written before they existed has nothing there). Replicas doing it at once
+    /// add the same entries; a task deleted meanwhile may be left indexed, and is
+    /// skipped when read (its records are gone) or taken out by its eviction's delete.
+    async fn index_tasks(&self) -> StoreResult<()> {
         let mut done = ::redis::cmd("EXISTS");
-        done.arg(self.keys.finished_indexed());
-        if self
-            .read::<bool>(&done, "read the finished-task index")
-            .await?
-        {
+        done.arg(self.keys.tasks_indexed());
+        if self.read::<bool>(&done, "read the task indexes").await? {
             return Ok(());
         }
         let mut all = ::redis::cmd("ZRANGE");
         all.arg(self.keys.tasks()).arg(0).arg(-1);
         let ids: Vec<String> = self.read(&all, "list all tasks").await?;
-        let mut indexed = 0;
         for chunk in ids.chunks(FETCH_BATCH) {
             let records = self.records(chunk).await?;
-            let mut pipe = ::redis::pipe();
-            let finished = records
-                .iter()
-                .filter_map(|r| Some((r.finished_at_millis()?, &r.task.id)));
-            for (at, id) in finished {
-                pipe.cmd("ZADD")
-                    .arg(self.keys.finished())
-                    .arg(at)
-                    .arg(id)
-                    .ignore();
-                indexed += 1;
-            }
-            if pipe.cmd_iter().next().is_none() {
+            if records.is_empty() {
                 continue;
+            }
+            let mut pipe = ::redis::pipe();
+            for record in &records {
+                let id = &record.task.id;
+                match record.finished_at_millis() {
+                    Some(at) => pipe.cmd("ZADD").arg(self.keys.finished()).arg(at).arg(id),
+                    None => pipe.cmd("SADD").arg(self.keys.unfinished()).arg(id),
+                }
+                .ignore();
             }
             pipe.query_async::<()>(&mut self.conn())
                 .await
-                .map_err(self.err("index finished tasks"))?;
+                .map_err(self.err("index tasks"))?;
         }
         ::redis::cmd("SET")
-            .arg(self.keys.finished_indexed())
+            .arg(self.keys.tasks_indexed())
             .arg(1)
             .query_async::<()>(&mut self.conn())
             .await
-            .map_err(self.err("index finished tasks"))?;
-        if indexed > 0 {
+            .map_err(self.err("index tasks"))?;
+        if !ids.is_empty() {
             tracing::info!(
-                indexed,
-                "indexed the finished tasks in redis for their eviction (once, on the first sweep of this version)"
+                tasks = ids.len(),
+                "indexed the tasks in redis as finished or not (once, on the first start of this version)"
             );
         }
         Ok(())
@@ -203,6 +196,7 @@ impl TaskStore for RedisStore {
             .key(self.keys.tasks())
             .key(self.keys.open(&record.agent, &record.owner))
             .key(self.keys.finished())
+            .key(self.keys.unfinished())
             .arg(commit.expected_seq)
             .arg(record.seq)
             .arg(record.to_stored_json().map_err(StoreError::backend)?)
@@ -320,6 +314,7 @@ impl TaskStore for RedisStore {
             .key(self.keys.events(task_id))
             .key(self.keys.tasks())
             .key(self.keys.finished())
+            .key(self.keys.unfinished())
             .arg(task_id)
             .invoke_async(&mut self.conn())
             .await
@@ -327,9 +322,19 @@ impl TaskStore for RedisStore {
         Ok(existed == 1)
     }
 
+    async fn list_unfinished(&self) -> StoreResult<Vec<TaskRecord>> {
+        self.tasks_indexed
+            .get_or_try_init(|| self.index_tasks())
+            .await?;
+        let mut cmd = ::redis::cmd("SMEMBERS");
+        cmd.arg(self.keys.unfinished());
+        let ids: Vec<String> = self.read(&cmd, "list unfinished tasks").await?;
+        self.records(&ids).await
+    }
+
     async fn finished_before(&self, cutoff_millis: u64, limit: usize) -> StoreResult<Vec<String>> {
-        self.finished_indexed
-            .get_or_try_init(|| self.index_finished_tasks())
+        self.tasks_indexed
+            .get_or_try_init(|| self.index_tasks())
             .await?;
         let mut cmd = ::redis::cmd("ZRANGEBYSCORE");
         cmd.arg(self.keys.finished())

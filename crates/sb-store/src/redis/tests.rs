@@ -596,7 +596,7 @@ async fn the_open_task_limit_is_shared_by_every_replica() {
 }
 
 #[tokio::test]
-async fn a_redis_from_before_the_finished_index_is_indexed_by_the_first_sweep() {
+async fn a_redis_from_before_the_task_indexes_is_indexed_on_first_use() {
     let redis = TestRedis::shared();
     let prefix = TestRedis::prefix("backfill");
     let old = RedisStore::connect(redis.url(), &prefix).await.unwrap();
@@ -609,9 +609,15 @@ async fn a_redis_from_before_the_finished_index_is_indexed_by_the_first_sweep() 
     old.commit(new_commit("running", 0, 1)).await.unwrap();
     // What a store written by the previous version has: no index, no mark.
     let finished = format!("{prefix}finished");
-    let marked = format!("{prefix}finished-indexed");
-    redis.command(&["DEL", &finished, &marked]).await;
+    let unfinished = format!("{prefix}unfinished");
+    let marked = format!("{prefix}tasks-indexed");
+    redis
+        .command(&["DEL", &finished, &unfinished, &marked])
+        .await;
     let new = RedisStore::connect(redis.url(), &prefix).await.unwrap();
+    let running = new.list_unfinished().await.unwrap();
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].task.id, "running");
     assert_eq!(new.finished_before(u64::MAX, 10).await.unwrap(), ["ended"]);
     let mark = redis.command(&["EXISTS", &marked]).await;
     assert_eq!(

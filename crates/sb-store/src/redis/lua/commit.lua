@@ -3,7 +3,8 @@
 -- script, so a racing replica sees either all of it or none of it.
 --
 -- KEYS: 1 task hash, 2 task stream, 3 global stream, 4 principal index, 5 all-tasks index,
---       6 the principal's set of unfinished tasks, 7 the finished tasks by end time
+--       6 the principal's set of unfinished tasks, 7 the finished tasks by end time,
+--       8 every unfinished task
 -- ARGV: 1 expected seq, 2 new seq, 3 record JSON, 4 task id, 5 status millis,
 --       6 created millis, 7 pub/sub channel, 8 global stream cap,
 --       9 "1" if the task is unfinished after this commit, else "0",
@@ -42,8 +43,10 @@ end
 redis.call('HSET', KEYS[1], 'seq', ARGV[2], 'rec', ARGV[3], 'idx', KEYS[4], 'open', KEYS[6])
 if ARGV[9] == '1' then
   redis.call('SADD', KEYS[6], ARGV[4])
+  redis.call('SADD', KEYS[8], ARGV[4])
 else
   redis.call('SREM', KEYS[6], ARGV[4])
+  redis.call('SREM', KEYS[8], ARGV[4])
 end
 
 -- The all-tasks stream carries a notice of each event, not the event: its readers go to

@@ -1,7 +1,8 @@
 -- Removes a task, its event stream, its index entries and its open-task entry (TTL
 -- eviction).
 --
--- KEYS: 1 task hash, 2 task stream, 3 all-tasks index, 4 finished tasks by end time
+-- KEYS: 1 task hash, 2 task stream, 3 all-tasks index, 4 finished tasks by end time,
+--       5 every unfinished task
 -- ARGV: 1 task id
 -- Returns 1 when the task existed, else 0.
 
@@ -17,4 +18,5 @@ if open then
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('SREM', KEYS[5], ARGV[1])
 return existed
