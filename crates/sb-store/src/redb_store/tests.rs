@@ -71,6 +71,33 @@ async fn a_store_from_before_the_task_indexes_is_indexed_when_opened() {
     assert_eq!(unfinished[0].task.id, "running");
 }
 
+#[tokio::test]
+async fn a_task_finished_in_a_batch_that_writes_the_file_leaves_the_unfinished_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    {
+        let store = RedbStore::open(&path).unwrap();
+        let running = crate::suite::new_commit("r", 0, 1);
+        store.commit(running).await.unwrap();
+    }
+    // Reopened, the cache is empty: the commit reads the task from the file, in a batch
+    // that a push config (a request that writes the file at once) shares with it.
+    let store = reopen(&path, super::writer::CHECKPOINT_EVERY).await;
+    let mut finish = crate::suite::new_commit("r", 1, 2);
+    std::sync::Arc::make_mut(&mut finish.record)
+        .task
+        .status
+        .state = sb_protocol::TaskState::Completed;
+    let (pushed, finished) = futures::join!(
+        store.put_push_config(push_config("other")),
+        store.commit(finish)
+    );
+    pushed.unwrap();
+    finished.unwrap();
+    assert!(store.list_unfinished().await.unwrap().is_empty());
+    assert_eq!(store.finished_before(u64::MAX, 10).await.unwrap(), ["r"]);
+}
+
 /// Set in the child process [`acknowledged_writes_survive_a_kill_9`] starts.
 const CRASH_DIR: &str = "SB_STORE_CRASH_TEST_DIR";
 /// Set (in ms) when the child checkpoints all along, with writers side by side.

@@ -351,21 +351,39 @@ impl<'txn> BatchWriter<'txn, '_> {
         })
     }
 
-    /// The sequence of the task as the file has it (0 for none).
-    fn stored_seq(&mut self, task_id: &str) -> StoreResult<u64> {
-        let seq_in = |found: Option<redb::AccessGuard<'_, &'static [u8]>>| match found {
-            Some(bytes) => decode::<TaskRecord>(bytes.value()).map(|r| r.seq),
-            None => Ok(0),
+    /// The task as the file has it.
+    fn stored(&mut self, task_id: &str) -> StoreResult<Option<Stored>> {
+        let stored = |found: Option<redb::AccessGuard<'_, &'static [u8]>>| {
+            found
+                .map(|bytes| decode::<TaskRecord>(bytes.value()).map(|r| Stored::of(&r)))
+                .transpose()
         };
         match (&self.tables, &self.snapshot) {
-            (Some(tables), _) => seq_in(tables.tasks.get(task_id).map_err(StoreError::backend)?),
+            (Some(tables), _) => stored(tables.tasks.get(task_id).map_err(StoreError::backend)?),
             (None, Some(snapshot)) => {
                 let table = snapshot.open_table(TASKS).map_err(StoreError::backend)?;
-                seq_in(table.get(task_id).map_err(StoreError::backend)?)
+                stored(table.get(task_id).map_err(StoreError::backend)?)
             }
             (None, None) => Err(StoreError::Backend(
                 "internal: a batch with nothing to read".into(),
             )),
+        }
+    }
+}
+
+/// What a commit checks of the task as stored before it.
+#[derive(Debug, Clone, Copy)]
+struct Stored {
+    seq: u64,
+    /// When it finished, if it has (its key in the index of finished tasks).
+    finished_at: Option<u64>,
+}
+
+impl Stored {
+    fn of(record: &TaskRecord) -> Stored {
+        Stored {
+            seq: record.seq,
+            finished_at: record.finished_at_millis(),
         }
     }
 }
@@ -620,16 +638,16 @@ fn apply_commit(
     commit: &TaskCommit,
 ) -> StoreResult<StoreResult<()>> {
     let task_id = commit.record.task.id.as_str();
-    // The sequence now stored: from this batch, else the cache, else the file.
-    let known = changes
-        .records
-        .get(task_id)
-        .map(|r| r.seq)
-        .or_else(|| hot.read().seq_of(task_id));
-    let current_seq = match known {
-        Some(seq) => seq,
-        None => writer.stored_seq(task_id)?,
+    // The task as now stored: from this batch, else the cache, else the file.
+    let known = match changes.records.get(task_id) {
+        Some(record) => Some(Stored::of(record)),
+        None => hot.read().records.get(task_id).map(|r| Stored::of(r)),
     };
+    let current = match known {
+        Some(current) => Some(current),
+        None => writer.stored(task_id)?,
+    };
+    let current_seq = current.map_or(0, |c| c.seq);
     if current_seq != commit.expected_seq {
         return Ok(Err(StoreError::Conflict {
             task_id: task_id.to_owned(),
@@ -646,19 +664,18 @@ fn apply_commit(
     })?;
     // The indexes of finished and unfinished tasks. A task created finished (an agent
     // that answers at once) touches one; one created running, each index once more.
-    match (commit.expected_seq, commit.record.finished_at_millis()) {
-        (0, None) => writer.write(Entry::PutUnfinished { id: task_id })?,
-        (0, Some(at)) => writer.write(Entry::PutFinished { at, id: task_id })?,
-        (_, None) => {}
-        (_, Some(at)) => {
-            // A finished task committed again (its end restamped) keeps one entry.
-            match finished_at_before(writer, hot, changes, task_id)? {
-                None => writer.write(Entry::RemoveUnfinished { id: task_id })?,
-                Some(before) if before != at => writer.write(Entry::RemoveFinished {
+    match (current, commit.record.finished_at_millis()) {
+        (None, None) => writer.write(Entry::PutUnfinished { id: task_id })?,
+        (Some(_), None) => {}
+        (before, Some(at)) => {
+            match before.map(|b| b.finished_at) {
+                Some(None) => writer.write(Entry::RemoveUnfinished { id: task_id })?,
+                // A finished task committed again (its end restamped) keeps one entry.
+                Some(Some(before)) if before != at => writer.write(Entry::RemoveFinished {
                     at: before,
                     id: task_id,
                 })?,
-                Some(_) => {}
+                Some(Some(_)) | None => {}
             }
             writer.write(Entry::PutFinished { at, id: task_id })?;
         }
@@ -672,40 +689,4 @@ fn apply_commit(
         })?;
     }
     Ok(Ok(()))
-}
-
-/// When the task finished, as stored before this commit (from this batch, else the
-/// cache, else the file); `None` if it had not.
-fn finished_at_before(
-    writer: &mut BatchWriter<'_, '_>,
-    hot: &SharedHot,
-    changes: &Changes,
-    task_id: &str,
-) -> StoreResult<Option<u64>> {
-    let cached = changes
-        .records
-        .get(task_id)
-        .cloned()
-        .or_else(|| hot.read().records.get(task_id).cloned());
-    if let Some(record) = cached {
-        return Ok(record.finished_at_millis());
-    }
-    let bytes = match (&writer.tables, &writer.snapshot) {
-        (Some(tables), _) => tables
-            .tasks
-            .get(task_id)
-            .map_err(StoreError::backend)?
-            .map(|b| b.value().to_vec()),
-        (None, Some(snapshot)) => snapshot
-            .open_table(TASKS)
-            .map_err(StoreError::backend)?
-            .get(task_id)
-            .map_err(StoreError::backend)?
-            .map(|b| b.value().to_vec()),
-        (None, None) => None,
-    };
-    bytes
-        .map(|b| decode::<TaskRecord>(&b).map(|r| r.finished_at_millis()))
-        .transpose()
-        .map(Option::flatten)
 }
