@@ -556,7 +556,10 @@ fn apply_op(
                 .get(task_id.as_str())
                 .map_err(StoreError::backend)?
             {
-                Some(bytes) => Some(decode::<TaskRecord>(bytes.value())?.finished_at_millis()),
+                Some(bytes) => Some(
+                    TaskRecord::finished_at_millis_of_stored(bytes.value())
+                        .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))?,
+                ),
                 None => None,
             };
             let existed = finished_at.is_some();
