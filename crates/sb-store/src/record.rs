@@ -100,14 +100,31 @@ impl TaskRecord {
     pub fn finished_at_millis(&self) -> Option<u64> {
         finished_at_millis(self.state(), self.status_time())
     }
+}
 
-    /// [`TaskRecord::finished_at_millis`] of a stored form, reading its status and
-    /// skipping the rest (history, artifacts): what deleting a task needs to find its
-    /// index entry, at a fraction of decoding the whole record.
-    pub fn finished_at_millis_of_stored(bytes: &[u8]) -> serde_json::Result<Option<u64>> {
+/// What the stores' compare-and-set and task indexes need of a stored task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskHead {
+    pub seq: u64,
+    /// [`TaskRecord::finished_at_millis`].
+    pub finished_at: Option<u64>,
+}
+
+impl TaskHead {
+    pub fn of(record: &TaskRecord) -> TaskHead {
+        TaskHead {
+            seq: record.seq,
+            finished_at: record.finished_at_millis(),
+        }
+    }
+
+    /// Reads it from a stored form ([`TaskRecord::to_stored_json`]), skipping the rest
+    /// (history, artifacts): a fraction of decoding the whole record.
+    pub fn of_stored(bytes: &[u8]) -> serde_json::Result<TaskHead> {
         #[derive(Deserialize)]
         struct Stored {
             task: StoredTask,
+            seq: u64,
             created_at: DateTime<Utc>,
         }
         #[derive(Deserialize)]
@@ -116,10 +133,13 @@ impl TaskRecord {
         }
         let stored: Stored = serde_json::from_slice(bytes)?;
         let status = stored.task.status;
-        Ok(finished_at_millis(
-            status.state,
-            status.timestamp.unwrap_or(stored.created_at),
-        ))
+        Ok(TaskHead {
+            seq: stored.seq,
+            finished_at: finished_at_millis(
+                status.state,
+                status.timestamp.unwrap_or(stored.created_at),
+            ),
+        })
     }
 }
 
@@ -559,7 +579,7 @@ mod finished_at_tests {
     }
 
     #[test]
-    fn the_stored_form_gives_the_same_end_as_the_record() {
+    fn the_stored_form_gives_the_same_head_as_the_record() {
         let at = DateTime::parse_from_rfc3339("2026-11-26T01:02:03.456Z")
             .unwrap()
             .with_timezone(&Utc);
@@ -571,8 +591,8 @@ mod finished_at_tests {
         ] {
             let stored = record.to_stored_json().unwrap();
             assert_eq!(
-                TaskRecord::finished_at_millis_of_stored(&stored).unwrap(),
-                record.finished_at_millis(),
+                TaskHead::of_stored(&stored).unwrap(),
+                TaskHead::of(&record),
                 "{:?}",
                 record.state()
             );

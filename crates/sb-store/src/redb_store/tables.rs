@@ -5,7 +5,7 @@ use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::journal::{Entry, Journal, entries};
 use super::{DEAD, EVENTS, FINISHED, PUSH, TASKS, UNFINISHED};
-use crate::record::TaskRecord;
+use crate::record::TaskHead;
 use crate::traits::{StoreError, StoreResult};
 
 /// Store-wide facts: the journal epoch of the last checkpoint.
@@ -114,9 +114,9 @@ pub(super) fn index_tasks(db: &Database) -> StoreResult<Option<usize>> {
             let mut indexed = 0;
             for row in tasks.iter().map_err(StoreError::backend)? {
                 let (id, value) = row.map_err(StoreError::backend)?;
-                let record = TaskRecord::from_stored_json(value.value())
+                let head = TaskHead::of_stored(value.value())
                     .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))?;
-                match record.finished_at_millis() {
+                match head.finished_at {
                     Some(at) => finished.insert((at, id.value()), ()),
                     None => unfinished.insert(id.value(), ()),
                 }

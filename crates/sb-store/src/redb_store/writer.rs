@@ -352,11 +352,12 @@ impl<'txn> BatchWriter<'txn, '_> {
     }
 
     /// The task as the file has it.
-    fn stored(&mut self, task_id: &str) -> StoreResult<Option<Stored>> {
+    fn stored(&mut self, task_id: &str) -> StoreResult<Option<TaskHead>> {
         let stored = |found: Option<redb::AccessGuard<'_, &'static [u8]>>| {
             found
-                .map(|bytes| decode::<TaskRecord>(bytes.value()).map(|r| Stored::of(&r)))
+                .map(|bytes| TaskHead::of_stored(bytes.value()))
                 .transpose()
+                .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))
         };
         match (&self.tables, &self.snapshot) {
             (Some(tables), _) => stored(tables.tasks.get(task_id).map_err(StoreError::backend)?),
@@ -367,23 +368,6 @@ impl<'txn> BatchWriter<'txn, '_> {
             (None, None) => Err(StoreError::Backend(
                 "internal: a batch with nothing to read".into(),
             )),
-        }
-    }
-}
-
-/// What a commit checks of the task as stored before it.
-#[derive(Debug, Clone, Copy)]
-struct Stored {
-    seq: u64,
-    /// When it finished, if it has (its key in the index of finished tasks).
-    finished_at: Option<u64>,
-}
-
-impl Stored {
-    fn of(record: &TaskRecord) -> Stored {
-        Stored {
-            seq: record.seq,
-            finished_at: record.finished_at_millis(),
         }
     }
 }
@@ -550,24 +534,14 @@ fn apply_op(
             Reply::Unit(tx, Ok(()))
         }
         WriteOp::DeleteTask(task_id, tx) => {
-            let finished_at = match writer
-                .tables()?
-                .tasks
-                .get(task_id.as_str())
-                .map_err(StoreError::backend)?
-            {
-                Some(bytes) => Some(
-                    TaskRecord::finished_at_millis_of_stored(bytes.value())
-                        .map_err(|e| StoreError::Backend(format!("corrupt task record: {e}")))?,
-                ),
-                None => None,
-            };
-            let existed = finished_at.is_some();
-            match finished_at {
+            writer.tables()?; // a delete writes the file: never in a journal-only batch
+            let stored = writer.stored(&task_id)?;
+            match stored.map(|head| head.finished_at) {
                 Some(Some(at)) => writer.write(Entry::RemoveFinished { at, id: &task_id })?,
                 Some(None) => writer.write(Entry::RemoveUnfinished { id: &task_id })?,
                 None => {}
             }
+            let existed = stored.is_some();
             writer.write(Entry::RemoveTask { id: &task_id })?;
             changes.records.remove(&task_id);
             changes.deleted.push(task_id);
@@ -643,8 +617,8 @@ fn apply_commit(
     let task_id = commit.record.task.id.as_str();
     // The task as now stored: from this batch, else the cache, else the file.
     let known = match changes.records.get(task_id) {
-        Some(record) => Some(Stored::of(record)),
-        None => hot.read().records.get(task_id).map(|r| Stored::of(r)),
+        Some(record) => Some(TaskHead::of(record)),
+        None => hot.read().records.get(task_id).map(|r| TaskHead::of(r)),
     };
     let current = match known {
         Some(current) => Some(current),
