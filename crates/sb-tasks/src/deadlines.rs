@@ -348,8 +348,15 @@ impl DeadlineKeeper {
     /// Evicts every finished task past its TTL now; returns how many.
     async fn evict_due(&self) -> usize {
         let elapsed = Instant::now().saturating_duration_since(self.started.1);
-        let now = self.started.0 + elapsed;
-        let cutoff = now - self.config.terminal_ttl;
+        let cutoff = chrono::TimeDelta::from_std(elapsed)
+            .ok()
+            .and_then(|elapsed| self.started.0.checked_add_signed(elapsed))
+            .zip(chrono::TimeDelta::from_std(self.config.terminal_ttl).ok())
+            .and_then(|(now, ttl)| now.checked_sub_signed(ttl));
+        // A TTL reaching back past the calendar's start: nothing is ever due.
+        let Some(cutoff) = cutoff else {
+            return 0;
+        };
         let cutoff = u64::try_from(cutoff.timestamp_millis()).unwrap_or(0);
         let mut evicted = 0;
         loop {
@@ -648,6 +655,20 @@ mod tests {
             ErrorKind::TaskNotFound
         );
         assert!(w.store.events_after(&id, 0, 10).await.unwrap().is_empty());
+        w.stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_ttl_past_the_calendar_evicts_nothing() {
+        let w = world().await;
+        let id = task_in(&w, TaskState::Completed).await;
+        let config = DeadlineConfig {
+            terminal_ttl: Duration::from_secs(u64::MAX),
+            ..DeadlineConfig::default()
+        };
+        let keeper = DeadlineKeeper::new(config, w.tasks.clone(), w.store.clone(), w.store.clone());
+        assert_eq!(keeper.evict_due().await, 0);
+        assert!(w.store.get(&id).await.unwrap().is_some());
         w.stop.cancel();
     }
 
