@@ -211,7 +211,12 @@ fn fall_behind(writer: &Writer<'_>) {
 }
 
 fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
-    writer.hot.write().unpin();
+    let forgotten = {
+        let mut hot = writer.hot.write();
+        hot.unpin();
+        hot.take_forgotten()
+    };
+    writer.dropper.drop_later(forgotten);
     writer.lag.send_modify(|lag| {
         lag.behind = false;
         lag.caught_up += 1;

@@ -95,13 +95,26 @@ struct Hot {
     /// Set while the file is behind (see [`Lag`]): finished tasks are not forgotten,
     /// since the file may not have their last record yet.
     pinned: bool,
+    /// What was forgotten since the last [`Hot::take_forgotten`], to be freed after
+    /// the lock is released (see [`Forgotten`]).
+    forgotten: Vec<Forgotten>,
+}
+
+/// A task's cached state once forgotten, held only to be freed: outside the cache's
+/// lock, and where possible on the runtime's threads, which allocated it (see
+/// [`writer::Dropper`]).
+#[derive(Debug)]
+pub(super) struct Forgotten {
+    _record: Option<Arc<TaskRecord>>,
+    _events: Option<std::collections::VecDeque<StoredEvent>>,
+    _push: Option<Vec<PushConfigRecord>>,
 }
 
 type SharedHot = Arc<parking_lot::RwLock<Hot>>;
 
 /// Finished tasks kept in memory (a finished task never changes again, short of deletion).
 /// Few: a finished task kept is a tree of allocations (the task, its history, its
-/// artifacts, a few KB), freed cold by the writer thread when forgotten, its blocks then
+/// artifacts, a few KB), freed cold when forgotten ([`writer::Dropper`]), its blocks then
 /// reused cold by the next tasks' allocations; the fewer kept, the warmer. B1 at c=32 on
 /// one core, two servers taking turns (12 rounds of 2 s, the median of each round's
 /// ratio, both orders): 4096 → 512 ~+5% tasks/s (at c=256 12.1k and 11.0k → 13.3k and
@@ -204,9 +217,16 @@ impl Hot {
     }
 
     fn forget(&mut self, task_id: &str) {
-        self.records.remove(task_id);
-        self.events.remove(task_id);
-        self.push.remove(task_id);
+        let forgotten = Forgotten {
+            _record: self.records.remove(task_id),
+            _events: self.events.remove(task_id),
+            _push: self.push.remove(task_id),
+        };
+        self.forgotten.push(forgotten);
+    }
+
+    fn take_forgotten(&mut self) -> Vec<Forgotten> {
+        std::mem::take(&mut self.forgotten)
     }
 
     /// `events_after` from memory, when the kept events reach back far enough.
@@ -297,6 +317,7 @@ impl RedbStore {
         let fault = writer::Fault::default();
         let writer_fault = fault.clone();
         let ticker = writer.downgrade();
+        let dropper = writer::Dropper::on_current_runtime();
         std::thread::Builder::new()
             .name("sb-store-ticker".into())
             .spawn(move || writer::tick(ticker, checkpoint_every))
@@ -311,6 +332,7 @@ impl RedbStore {
                     checkpoint_every,
                     checkpointer,
                     lag: &lag_tx,
+                    dropper,
                 };
                 writer::write_loop(&writer, journal, durable_epoch, queue)
             })

@@ -622,3 +622,36 @@ async fn a_committed_record_is_shared_with_the_cache_and_keeps_its_json() {
     assert!(std::sync::Arc::ptr_eq(&cached, &mine), "shared, not copied");
     assert_eq!(store.get("t1").await.unwrap().unwrap(), *mine);
 }
+
+#[tokio::test]
+async fn a_forgotten_task_is_freed_once_the_file_has_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+    let finished = |id: &str| {
+        let mut commit = crate::suite::new_commit(id, 0, 1);
+        std::sync::Arc::make_mut(&mut commit.record)
+            .task
+            .status
+            .state = sb_protocol::TaskState::Completed;
+        commit
+    };
+    let first = finished("first");
+    let watched = std::sync::Arc::downgrade(&first.record);
+    store.commit(first).await.unwrap();
+    for i in 0..RECENTLY_FINISHED + 8 {
+        store.commit(finished(&format!("t{i}"))).await.unwrap();
+    }
+    // The file catches up, and the cache forgets what is beyond its bound.
+    store.checkpoint().await.unwrap();
+    assert!(!store.hot.read().records.contains_key("first"));
+    let mut waited = 0;
+    while watched.upgrade().is_some() && waited < 500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += 1;
+    }
+    assert!(
+        watched.upgrade().is_none(),
+        "the forgotten record is never freed"
+    );
+    assert_eq!(store.get("first").await.unwrap().unwrap().task.id, "first");
+}

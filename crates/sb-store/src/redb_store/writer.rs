@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::checkpoints::{Checkpointer, Deferred, Running, finish, start, wait_for};
 use super::journal::{Entry, Journal};
 use super::tables::{PushTable, Tables, checkpoint};
-use super::{Lag, SharedHot, TASKS, configs_of, decode, encode};
+use super::{Forgotten, Lag, SharedHot, TASKS, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
 
@@ -81,6 +81,36 @@ pub(super) struct Writer<'a> {
     pub(super) checkpoint_every: Duration,
     pub(super) checkpointer: Checkpointer,
     pub(super) lag: &'a tokio::sync::watch::Sender<Lag>,
+    pub(super) dropper: Dropper,
+}
+
+/// Frees what the cache forgets on the async runtime that opened the store. The
+/// runtime's threads allocated it (a task's record and events are built by the request
+/// that commits them), so it is freed where it was allocated instead of block by block
+/// across threads, and off the writer's path to the next batch's fsync. Freed by the
+/// writer, under the cache's lock, the forgetting took ~6% of the CPU at full speed;
+/// freed here, B1 at c=32 (two servers on one core taking turns, 16 rounds of 2 s, both
+/// orders) ran 4.1% and 2.0% faster.
+#[derive(Debug)]
+pub(super) struct Dropper(Option<tokio::sync::mpsc::UnboundedSender<Vec<Forgotten>>>);
+
+impl Dropper {
+    /// One on the current runtime, if there is one; without, the writer frees itself.
+    pub(super) fn on_current_runtime() -> Dropper {
+        Dropper(tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<Forgotten>>();
+            runtime.spawn(async move { while rx.recv().await.is_some() {} });
+            tx
+        }))
+    }
+
+    /// Frees `forgotten` later, or now when the runtime is gone.
+    pub(super) fn drop_later(&self, forgotten: Vec<Forgotten>) {
+        if let Some(tx) = self.0.as_ref().filter(|_| !forgotten.is_empty()) {
+            // A send that fails hands the value back, freed here with the error.
+            let _ = tx.send(forgotten);
+        }
+    }
 }
 
 /// `durable_epoch` is the epoch the store file records (see [`Journal::can_rotate`]).
@@ -130,7 +160,7 @@ pub(super) fn write_loop(
                         Mode::Apply
                     }
                 };
-                failed |= !apply_batch(db, writer.hot, &mut journal, batch, mode);
+                failed |= !apply_batch(db, writer.hot, &writer.dropper, &mut journal, batch, mode);
                 if deferring {
                     deferred.acknowledged();
                 }
@@ -385,6 +415,7 @@ enum Mode<'r> {
 fn apply_batch(
     db: &Database,
     hot: &SharedHot,
+    dropper: &Dropper,
     journal: &mut Journal,
     batch: Vec<WriteOp>,
     mode: Mode<'_>,
@@ -451,7 +482,12 @@ fn apply_batch(
     replies.extend(ops.map(Reply::unreached));
     if outcome.is_ok() {
         // Before any reply: a caller that hears "committed" reads what it wrote.
-        hot.write().apply(changes);
+        let forgotten = {
+            let mut hot = hot.write();
+            hot.apply(changes);
+            hot.take_forgotten()
+        };
+        dropper.drop_later(forgotten);
     }
     for reply in replies {
         reply.send(&outcome);
