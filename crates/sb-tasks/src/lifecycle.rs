@@ -39,6 +39,35 @@ pub fn transition_allowed(from: TaskState, to: TaskState) -> bool {
     }
 }
 
+/// What every event of one commit shares: its task's id (one allocation for all of
+/// them) and the trace that caused the commit.
+#[derive(Clone, Debug)]
+pub struct EventOrigin {
+    pub task_id: std::sync::Arc<str>,
+    pub traceparent: Option<String>,
+}
+
+impl EventOrigin {
+    /// Events of `task_id` caused by the current span's trace.
+    pub fn current(task_id: &str) -> EventOrigin {
+        EventOrigin {
+            task_id: task_id.into(),
+            traceparent: sb_telemetry::traceparent(),
+        }
+    }
+
+    /// The event of this origin numbered `seq`.
+    pub fn event(&self, seq: u64, event: StreamResponse) -> StoredEvent {
+        StoredEvent {
+            task_id: self.task_id.clone(),
+            seq,
+            event: event.into(),
+            traceparent: self.traceparent.clone(),
+            json: Default::default(),
+        }
+    }
+}
+
 /// Applies `update` to a copy of `record`, returning the new record (with `seq` advanced)
 /// and the event it produced; errors leave nothing changed.
 pub fn apply(
@@ -47,16 +76,18 @@ pub fn apply(
     now: DateTime<Utc>,
 ) -> Result<(TaskRecord, StoredEvent), A2AError> {
     let mut next = record.clone();
-    let event = apply_in_place(&mut next, update, now)?;
+    let origin = EventOrigin::current(&record.task.id);
+    let event = apply_in_place(&mut next, update, now, &origin)?;
     Ok((next, event))
 }
 
 /// [`apply`] without the copy: `next` advances, or stays as it was on an error (every
-/// check comes before the first change).
+/// check comes before the first change). `origin` must be `next`'s task.
 pub fn apply_in_place(
     next: &mut TaskRecord,
     update: TaskUpdate,
     now: DateTime<Utc>,
+    origin: &EventOrigin,
 ) -> Result<StoredEvent, A2AError> {
     let task_id = next.task.id.clone();
     let context_id = next.task.context_id.clone();
@@ -119,13 +150,7 @@ pub fn apply_in_place(
     next.seq += 1;
     // A JSON made for the task before this change no longer describes it.
     next.task_json = Default::default();
-    Ok(StoredEvent {
-        task_id: next.task.id.as_str().into(),
-        seq: next.seq,
-        event: event.into(),
-        traceparent: sb_telemetry::traceparent(),
-        json: Default::default(),
-    })
+    Ok(origin.event(next.seq, event))
 }
 
 /// What an artifact needs whatever state its task is in.
@@ -226,6 +251,21 @@ mod tests {
     }
 
     #[test]
+    fn the_events_of_one_origin_share_its_task_id() {
+        let mut record = record(Working);
+        let origin = EventOrigin::current(&record.task.id);
+        let status = |state| TaskUpdate::Status {
+            state,
+            message: None,
+        };
+        let first = apply_in_place(&mut record, status(Working), Utc::now(), &origin).unwrap();
+        let second = apply_in_place(&mut record, status(Completed), Utc::now(), &origin).unwrap();
+        assert_eq!((first.seq, second.seq), (4, 5));
+        assert!(std::sync::Arc::ptr_eq(&first.task_id, &second.task_id));
+        assert_eq!(&*second.task_id, "t");
+    }
+
+    #[test]
     fn a_change_drops_the_json_made_for_the_state_before() {
         let mut record = record(InputRequired);
         record.to_stored_json().unwrap();
@@ -235,7 +275,8 @@ mod tests {
             state: Completed,
             message: None,
         };
-        apply_in_place(&mut record, update, Utc::now()).unwrap();
+        let origin = EventOrigin::current(&record.task.id);
+        apply_in_place(&mut record, update, Utc::now(), &origin).unwrap();
         assert!(record.task_json().is_none());
         record.to_stored_json().unwrap();
         let json = record.task_json().expect("made for the new state");

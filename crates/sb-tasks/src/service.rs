@@ -189,8 +189,9 @@ impl LocalTaskService {
             // Our own copy (the store's stays as it was): changed in place.
             let mut next = record;
             let mut events = Vec::with_capacity(updates.len());
+            let origin = lifecycle::EventOrigin::current(&next.task.id);
             for update in updates {
-                events.push(lifecycle::apply_in_place(&mut next, update, now)?);
+                events.push(lifecycle::apply_in_place(&mut next, update, now, &origin)?);
             }
             let next = Arc::new(next);
             let commit = TaskCommit {
@@ -245,18 +246,13 @@ impl LocalTaskService {
         updates: Vec<TaskUpdate>,
     ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
         let mut events = Vec::with_capacity(1 + updates.len());
-        events.push(StoredEvent {
-            task_id: record.task.id.as_str().into(),
-            seq: record.seq,
-            event: StreamResponse::Task(record.task.clone()).into(),
-            traceparent: sb_telemetry::traceparent(),
-            json: Default::default(),
-        });
+        let origin = lifecycle::EventOrigin::current(&record.task.id);
+        events.push(origin.event(record.seq, StreamResponse::Task(record.task.clone())));
         let now = Utc::now();
         let mut refused = None;
         for update in updates {
             // A refused update leaves the record as it was.
-            match lifecycle::apply_in_place(&mut record, update, now) {
+            match lifecycle::apply_in_place(&mut record, update, now, &origin) {
                 Ok(event) => events.push(event),
                 Err(err) => {
                     refused = Some(err);
