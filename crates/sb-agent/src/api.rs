@@ -39,6 +39,31 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
 }
 
+/// The task as an agent's report left it, once durable. Shared, not copied: the store's
+/// cache may hold the same record, and most agents never look at it (reading it is a
+/// deref; [`StoredTask::into_task`] takes a copy only when others share it).
+#[derive(Clone, Debug)]
+pub struct StoredTask(Arc<TaskRecord>);
+
+impl StoredTask {
+    pub(crate) fn new(record: Arc<TaskRecord>) -> StoredTask {
+        StoredTask(record)
+    }
+
+    /// The task itself, copied only when shared.
+    pub fn into_task(self) -> Task {
+        Arc::unwrap_or_clone(self.0).task
+    }
+}
+
+impl std::ops::Deref for StoredTask {
+    type Target = Task;
+
+    fn deref(&self) -> &Task {
+        &self.0.task
+    }
+}
+
 /// Why a run ended without a final state of its own making.
 #[derive(Debug)]
 pub struct AgentError(pub String);
@@ -172,7 +197,11 @@ impl Reporter {
     }
 
     /// A state that ends the turn: waits until it is durable.
-    async fn end_turn(&self, state: TaskState, text: Option<String>) -> Result<Task, A2AError> {
+    async fn end_turn(
+        &self,
+        state: TaskState,
+        text: Option<String>,
+    ) -> Result<StoredTask, A2AError> {
         let message = text.map(Message::agent_text);
         let update = TaskUpdate::Status { state, message };
         let task = self.outbox.send_and_wait(update).await?;
@@ -225,20 +254,20 @@ impl Reporter {
     }
 
     /// Asks the user a question; the task waits in input-required for the answer.
-    pub async fn input_required(&self, question: String) -> Result<Task, A2AError> {
+    pub async fn input_required(&self, question: String) -> Result<StoredTask, A2AError> {
         self.end_turn(TaskState::InputRequired, Some(question))
             .await
     }
 
     /// Says what authorization is needed; the task waits in auth-required.
-    pub async fn auth_required(&self, explanation: String) -> Result<Task, A2AError> {
+    pub async fn auth_required(&self, explanation: String) -> Result<StoredTask, A2AError> {
         self.end_turn(TaskState::AuthRequired, Some(explanation))
             .await
     }
 
     /// Completes the task; streamed artifacts first get their authoritative full text
     /// (`append: false`, `lastChunk: true`).
-    pub async fn complete(&self, message: Option<String>) -> Result<Task, A2AError> {
+    pub async fn complete(&self, message: Option<String>) -> Result<StoredTask, A2AError> {
         let streamed = std::mem::take(&mut *self.streamed.lock());
         for (artifact_id, (name, text)) in streamed {
             self.artifact(text_artifact(&artifact_id, &name, text), false, true)
@@ -247,11 +276,11 @@ impl Reporter {
         self.end_turn(TaskState::Completed, message).await
     }
 
-    pub async fn fail(&self, reason: String) -> Result<Task, A2AError> {
+    pub async fn fail(&self, reason: String) -> Result<StoredTask, A2AError> {
         self.end_turn(TaskState::Failed, Some(reason)).await
     }
 
-    pub async fn reject(&self, reason: String) -> Result<Task, A2AError> {
+    pub async fn reject(&self, reason: String) -> Result<StoredTask, A2AError> {
         self.end_turn(TaskState::Rejected, Some(reason)).await
     }
 }

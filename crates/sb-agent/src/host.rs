@@ -344,6 +344,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_agent_is_answered_with_the_record_committed_not_a_copy() {
+        use crate::runner::TurnRunner;
+        let agent = Arc::new(KeepsItsEnd::default());
+        let (host, store, tasks) = host_of(agent.clone());
+        let wait = Duration::from_secs(5);
+        let done = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        assert_eq!(done.unwrap().state(), TaskState::Completed);
+        let told = agent
+            .0
+            .lock()
+            .take()
+            .expect("the agent heard its report is durable");
+        assert_eq!(told.status.state, TaskState::Completed);
+        let committed = store.last_committed.lock().clone().unwrap();
+        assert!(std::ptr::eq(&*told, &committed.task), "a copy of the task");
+    }
+
+    #[tokio::test]
     async fn a_blocking_start_waits_for_a_turn_its_first_commit_did_not_end() {
         use crate::runner::TurnRunner;
         let (host, store, tasks) = host_of(Arc::new(WaitsForCancel::default()));
@@ -523,6 +541,23 @@ mod tests {
             reporter.working(None).await?;
             ctx.cancel.cancelled().await;
             self.saw_cancel.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// Completes at once, and keeps the task its report returned.
+    #[derive(Debug, Default)]
+    struct KeepsItsEnd(parking_lot::Mutex<Option<StoredTask>>);
+
+    #[async_trait]
+    impl Agent for KeepsItsEnd {
+        fn describe(&self) -> AgentDescriptor {
+            WaitsForCancel::default().describe()
+        }
+
+        async fn execute(&self, _ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+            let done = reporter.complete(None).await?;
+            *self.0.lock() = Some(done);
             Ok(())
         }
     }

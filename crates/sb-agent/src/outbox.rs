@@ -16,11 +16,13 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Either, Ready, ready};
 use parking_lot::Mutex;
-use sb_protocol::{A2AError, ErrorKind, Task};
+use sb_protocol::{A2AError, ErrorKind};
 use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
 use tokio::sync::{Notify, oneshot};
 use tracing::Instrument;
+
+use crate::api::StoredTask;
 
 /// Updates queued at most; a caller past it waits for the committer (backpressure).
 const MAX_QUEUED: usize = 256;
@@ -80,7 +82,7 @@ struct State {
     awaiting_task: usize,
     /// The task as the last successful round stored it, kept only while someone waits
     /// for it: a task held open for hours must not keep a copy of itself here.
-    stored: Option<Box<Task>>,
+    stored: Option<StoredTask>,
 }
 
 impl Outbox {
@@ -180,16 +182,16 @@ impl Outbox {
     pub(crate) async fn send_and_wait(
         self: &Arc<Self>,
         update: TaskUpdate,
-    ) -> Result<Task, A2AError> {
+    ) -> Result<StoredTask, A2AError> {
         let _awaiting = AwaitingTask::register(self);
         let ordinal = self.send(update).await?;
         self.wait_for(ordinal).await?;
         let mut state = self.state.lock();
         // The last one waiting takes the task: it would be dropped when we leave anyway.
         let task = if state.awaiting_task == 1 {
-            state.stored.take().map(|task| *task)
+            state.stored.take()
         } else {
-            state.stored.as_deref().cloned()
+            state.stored.clone()
         };
         task.ok_or_else(committer_gone)
     }
@@ -242,7 +244,7 @@ impl Outbox {
                 let mut state = self.state.lock();
                 state.done_through = match outcome {
                     Ok(task) => {
-                        state.stored = task.filter(|_| state.awaiting_task > 0).map(Box::new);
+                        state.stored = task.filter(|_| state.awaiting_task > 0);
                         through
                     }
                     // What queued meanwhile is dropped with the refused update: done too.
@@ -265,7 +267,7 @@ impl Outbox {
         &self,
         creation: Box<Creation>,
         batch: Vec<TaskUpdate>,
-    ) -> Result<Option<Task>, A2AError> {
+    ) -> Result<Option<StoredTask>, A2AError> {
         let Creation { draft, created } = *creation;
         match self.tasks.create_with(draft, batch).await {
             Err(err) => {
@@ -276,7 +278,8 @@ impl Outbox {
             Ok((record, refused)) => {
                 // A waiter's update is queued after its registration, so one waiting for
                 // this round is counted by now.
-                let task = (self.state.lock().awaiting_task > 0).then(|| record.task.clone());
+                let task =
+                    (self.state.lock().awaiting_task > 0).then(|| StoredTask::new(record.clone()));
                 let _ = created.send(Ok(record));
                 match refused {
                     Some(err) => Err(err),
@@ -288,10 +291,10 @@ impl Outbox {
 
     /// One atomic commit; when the service refuses it, the updates one by one, so the
     /// ones before the refused update still apply, as if the agent had waited for each.
-    async fn commit(&self, batch: Vec<TaskUpdate>) -> Result<Task, A2AError> {
+    async fn commit(&self, batch: Vec<TaskUpdate>) -> Result<StoredTask, A2AError> {
         let single = batch.len() == 1;
         let err = match self.tasks.update_all(&self.task_id, &batch).await {
-            Ok(record) => return Ok(record.task),
+            Ok(record) => return Ok(StoredTask::new(Arc::new(record))),
             Err(err) => err,
         };
         // An internal error may or may not have been applied (a lost reply): repeating
@@ -301,9 +304,11 @@ impl Outbox {
         }
         let mut stored = None;
         for update in batch {
-            stored = Some(self.tasks.update(&self.task_id, update).await?.task);
+            stored = Some(self.tasks.update(&self.task_id, update).await?);
         }
-        stored.ok_or(err)
+        stored
+            .map(|record| StoredTask::new(Arc::new(record)))
+            .ok_or(err)
     }
 }
 
