@@ -157,13 +157,15 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn dispatch(
-    State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: axum::body::Body,
-) -> Response {
+async fn dispatch(State(state): State<AppState>, request: axum::extract::Request) -> Response {
+    // Taken apart, not extracted piece by piece: extractors copy the header map.
+    let (parts, body) = request.into_parts();
+    let axum::http::request::Parts {
+        method,
+        uri,
+        headers,
+        ..
+    } = parts;
     let path = uri.path().trim_end_matches('/');
     let binding = if path.ends_with("/.well-known/agent-card.json")
         || path.ends_with("/.well-known/agent.json")
