@@ -148,15 +148,12 @@ impl GrpcGateway {
         };
         let outcome = match &result {
             Ok(_) if operation.contains("Subscribe") || operation.contains("Streaming") => {
-                "stream".to_owned()
+                "stream".into()
             }
-            Ok(_) => "ok".to_owned(),
-            Err(s) => status::reason(s).unwrap_or_else(|| "unrouted".to_owned()),
+            Ok(_) => "ok".into(),
+            Err(s) => status::reason(s).map_or("unrouted".into(), Into::into),
         };
-        let tagged = metrics::Tagged {
-            operation: operation.to_owned(),
-            outcome,
-        };
+        let tagged = metrics::Tagged { operation, outcome };
         self.state.metrics.request("grpc", Some(&tagged));
         result
     }

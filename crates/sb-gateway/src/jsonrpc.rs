@@ -48,9 +48,9 @@ pub async fn handle(state: &AppState, scope: &Scope, req: Request) -> Response {
         );
         return reply(&rpc.id, Err(err), envelope_version);
     };
-    let name = format!("{op:?}");
+    let name = op.name();
     if let Err(err) = header_version {
-        return metrics::name_operation(reply(&rpc.id, Err(err), version), &name);
+        return metrics::name_operation(reply(&rpc.id, Err(err), version), name);
     }
     let wire = match version {
         Version::V1_0 => Wire::V1,
@@ -59,11 +59,11 @@ pub async fn handle(state: &AppState, scope: &Scope, req: Request) -> Response {
     if op.is_streaming() {
         return metrics::name_operation(
             stream(state, scope, &req, rpc.id, rpc.params, op, wire).await,
-            &name,
+            name,
         );
     }
     let result = unary(state, scope, rpc.params, op, wire).await;
-    metrics::name_operation(reply(&rpc.id, result, version), &name)
+    metrics::name_operation(reply(&rpc.id, result, version), name)
 }
 
 /// Accepts `application/json` (and `application/a2a+json`); a missing header is taken as

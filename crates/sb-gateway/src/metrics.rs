@@ -3,6 +3,8 @@
 //! Handlers tag their responses with what they did ([`Tagged`]); the dispatcher counts
 //! once per request from the tags, so no handler path can forget to.
 
+use std::borrow::Cow;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -12,11 +14,11 @@ use prometheus_client::registry::Registry;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     /// `jsonrpc`, `rest`, `card` or `grpc`.
-    pub binding: String,
+    pub binding: &'static str,
     /// The A2A operation (`SendMessage`, …) or `unknown`.
-    pub operation: String,
+    pub operation: &'static str,
     /// `ok`, `stream`, or the error reason (`TASK_NOT_FOUND`, …).
-    pub outcome: String,
+    pub outcome: Cow<'static, str>,
 }
 
 #[derive(Debug, Default)]
@@ -25,11 +27,13 @@ pub struct GatewayMetrics {
     pub open_streams: Gauge,
 }
 
-/// What a handler did, attached to its response for the dispatcher to count.
+/// What a handler did, attached to its response for the dispatcher to count. Names,
+/// not copies: every request is counted, and its labels are looked up without an
+/// allocation (the outcome is one only for a gRPC status with a reason of its own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tagged {
-    pub operation: String,
-    pub outcome: String,
+    pub operation: &'static str,
+    pub outcome: Cow<'static, str>,
 }
 
 impl GatewayMetrics {
@@ -46,14 +50,14 @@ impl GatewayMetrics {
         );
     }
 
-    pub fn request(&self, binding: &str, tagged: Option<&Tagged>) {
+    pub fn request(&self, binding: &'static str, tagged: Option<&Tagged>) {
         let (operation, outcome) = match tagged {
-            Some(t) => (t.operation.clone(), t.outcome.clone()),
-            None => ("unknown".to_owned(), "unrouted".to_owned()),
+            Some(t) => (t.operation, t.outcome.clone()),
+            None => ("unknown", Cow::Borrowed("unrouted")),
         };
         self.requests
             .get_or_create(&RequestLabels {
-                binding: binding.to_owned(),
+                binding,
                 operation,
                 outcome,
             })
@@ -64,12 +68,12 @@ impl GatewayMetrics {
 /// Tags a response with its operation and outcome.
 pub fn tag(
     mut response: axum::response::Response,
-    operation: impl Into<String>,
-    outcome: impl Into<String>,
+    operation: &'static str,
+    outcome: &'static str,
 ) -> axum::response::Response {
     response.extensions_mut().insert(Tagged {
-        operation: operation.into(),
-        outcome: outcome.into(),
+        operation,
+        outcome: Cow::Borrowed(outcome),
     });
     response
 }
@@ -77,17 +81,17 @@ pub fn tag(
 /// Names the operation of an already tagged response (the outcome stays).
 pub fn name_operation(
     mut response: axum::response::Response,
-    operation: &str,
+    operation: &'static str,
 ) -> axum::response::Response {
-    let outcome = response
-        .extensions()
-        .get::<Tagged>()
-        .map(|t| t.outcome.clone())
-        .unwrap_or_else(|| "stream".to_owned());
-    response.extensions_mut().insert(Tagged {
-        operation: operation.to_owned(),
-        outcome,
-    });
+    match response.extensions_mut().get_mut::<Tagged>() {
+        Some(tagged) => tagged.operation = operation,
+        None => {
+            response.extensions_mut().insert(Tagged {
+                operation,
+                outcome: Cow::Borrowed("stream"),
+            });
+        }
+    }
     response
 }
 

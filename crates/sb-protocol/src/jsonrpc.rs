@@ -200,6 +200,23 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The operation's name in metrics and logs (what its `Debug` prints).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SendMessage => "SendMessage",
+            Self::SendStreamingMessage => "SendStreamingMessage",
+            Self::GetTask => "GetTask",
+            Self::ListTasks => "ListTasks",
+            Self::CancelTask => "CancelTask",
+            Self::SubscribeToTask => "SubscribeToTask",
+            Self::CreatePushConfig => "CreatePushConfig",
+            Self::GetPushConfig => "GetPushConfig",
+            Self::ListPushConfigs => "ListPushConfigs",
+            Self::DeletePushConfig => "DeletePushConfig",
+            Self::GetExtendedCard => "GetExtendedCard",
+        }
+    }
+
     pub fn is_streaming(self) -> bool {
         matches!(self, Self::SendStreamingMessage | Self::SubscribeToTask)
     }
@@ -241,6 +258,27 @@ pub fn resolve_method(name: &str) -> Option<(Operation, Version)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operations_name_is_what_debug_prints() {
+        use Operation::*;
+        let all = [
+            SendMessage,
+            SendStreamingMessage,
+            GetTask,
+            ListTasks,
+            CancelTask,
+            SubscribeToTask,
+            CreatePushConfig,
+            GetPushConfig,
+            ListPushConfigs,
+            DeletePushConfig,
+            GetExtendedCard,
+        ];
+        for op in all {
+            assert_eq!(op.name(), format!("{op:?}"));
+        }
+    }
 
     #[test]
     fn success_text_is_success_serialised() {
