@@ -18,9 +18,10 @@ use crate::api::*;
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// A task created and its first turn started (see [`AgentHost::launch`]).
-pub(crate) struct Launched {
-    /// The task as created: submitted, its first message in its history.
-    pub(crate) submitted: TaskRecord,
+pub(crate) struct Launched<K> {
+    /// What the caller kept of the task as created (submitted, its first message in
+    /// its history).
+    pub(crate) submitted: K,
     /// The task as the creation's commit stored it, with the agent's first reports;
     /// `None` when the task was created before its agent started (a task service that
     /// cannot draft).
@@ -70,7 +71,8 @@ impl AgentHost {
     /// cancellation does not hold up whoever waits).
     pub fn dispatch(&self, record: &TaskRecord, message: Message) -> TurnSignal {
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
-        self.run(record, message, reporter).0
+        self.run(&record.agent, record.task.clone(), message, reporter)
+            .0
     }
 
     /// Creates a task for `new` and starts its first turn, with the agent running while
@@ -80,29 +82,38 @@ impl AgentHost {
     /// why it could not be created (the agent is then canceled, and its reports are
     /// refused). Where the task service cannot draft tasks, creates, then dispatches.
     pub async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnSignal), A2AError> {
-        let launched = self.launch(new).await?;
+        let launched = self.launch(new, TaskRecord::clone).await?;
         Ok((launched.submitted, launched.turn))
     }
 
-    /// [`AgentHost::start`], with the task as the creation's commit left it.
-    pub(crate) async fn launch(&self, new: NewTask) -> Result<Launched, A2AError> {
+    /// [`AgentHost::start`], with the task as the creation's commit left it. `keep` takes
+    /// what the caller needs of the task as created (a copy, or nothing: a blocking
+    /// send answers with the task as the turn leaves it, and copying the draft for it
+    /// was ~1% of the CPU of such a send).
+    pub(crate) async fn launch<K>(
+        &self,
+        new: NewTask,
+        keep: impl FnOnce(&TaskRecord) -> K,
+    ) -> Result<Launched<K>, A2AError> {
         if !self.tasks.can_draft() || !self.agents.contains_key(&new.scope.agent) {
             let submitted = self.tasks.create(new).await?;
             let turn = self.dispatch(&submitted, first_message(&submitted)?);
             return Ok(Launched {
-                submitted,
+                submitted: keep(&submitted),
                 first_round: None,
                 turn,
             });
         }
         let draft = self.tasks.draft(new)?;
         let first = first_message(&draft)?;
+        let submitted = keep(&draft);
+        let (agent, task) = (draft.agent.clone(), draft.task.clone());
         let (created_tx, created) = oneshot::channel();
-        let reporter = Reporter::creating(self.tasks.clone(), draft.clone(), created_tx);
-        let (turn, cancel) = self.run(&draft, first, reporter);
+        let reporter = Reporter::creating(self.tasks.clone(), draft, created_tx);
+        let (turn, cancel) = self.run(&agent, task, first, reporter);
         match created.await {
             Ok(Ok(first_round)) => Ok(Launched {
-                submitted: draft,
+                submitted,
                 first_round: Some(first_round),
                 turn,
             }),
@@ -123,25 +134,26 @@ impl AgentHost {
     /// Spawns the agent's run for one turn; returns when it is over and its cancel.
     fn run(
         &self,
-        record: &TaskRecord,
+        agent_name: &str,
+        task: Task,
         message: Message,
         reporter: Reporter,
     ) -> (TurnSignal, CancellationToken) {
         let (turn_over, turn) = oneshot::channel();
         let cancel = CancellationToken::new();
-        let Some(agent) = self.agents.get(&record.agent).cloned() else {
-            tracing::error!(task_id = %record.task.id, agent = %record.agent, "no such agent hosted here");
+        let Some(agent) = self.agents.get(agent_name).cloned() else {
+            tracing::error!(task_id = %task.id, agent = agent_name, "no such agent hosted here");
             return (turn, cancel);
         };
         let bus = self.bus.clone();
+        let task_id = task.id.clone();
         let ctx = TaskContext {
-            task: Box::new(record.task.clone()),
+            task: Box::new(task),
             message: Box::new(message),
             cancel: cancel.clone(),
         };
         let kept_open = reporter.clone();
         let tasks = self.tasks.clone();
-        let task_id = record.task.id.clone();
         let run_cancel = cancel.clone();
         self.runs.spawn(async move {
             // Subscribe before the run starts so no terminal event can slip past the watch.

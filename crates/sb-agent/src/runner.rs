@@ -96,15 +96,37 @@ impl TurnRunner for crate::AgentHost {
         _tasks: &dyn TaskService,
         new: NewTask,
     ) -> Result<(TaskRecord, TurnOver), A2AError> {
-        let launched = crate::AgentHost::launch(self, new).await?;
-        // A task the creation's commit already ended (the echo agent reports all it does
-        // before that commit) changes no more: its turn is over as far as any waiter is
-        // concerned, and the task is at hand, so nobody waits for the run or reads it.
-        let turn = match launched.first_round.filter(|r| r.state().is_terminal()) {
-            Some(ended) => futures::future::ready(Ok(Some(ended))).boxed(),
-            None => turn_over_signal(launched.turn),
-        };
-        Ok((launched.submitted, turn))
+        let launched = crate::AgentHost::launch(self, new, TaskRecord::clone).await?;
+        Ok((
+            launched.submitted,
+            first_round_or_turn(launched.first_round, launched.turn),
+        ))
+    }
+
+    /// [`TurnRunner::start`] without a copy of the task as created, which nobody reads.
+    async fn start_and_wait(
+        &self,
+        tasks: &dyn TaskService,
+        new: NewTask,
+        wait: Duration,
+    ) -> Result<Arc<TaskRecord>, A2AError> {
+        let scope = new.scope.clone();
+        let launched = crate::AgentHost::launch(self, new, |draft| draft.task.id.clone()).await?;
+        let turn = first_round_or_turn(launched.first_round, launched.turn);
+        settle(tasks, &scope, &launched.submitted, turn, wait).await
+    }
+}
+
+/// A task the creation's commit already ended (the echo agent reports all it does before
+/// that commit) changes no more: its turn is over as far as any waiter is concerned, and
+/// the task is at hand, so nobody waits for the run or reads it.
+fn first_round_or_turn(
+    first_round: Option<Arc<TaskRecord>>,
+    turn: tokio::sync::oneshot::Receiver<Result<(), A2AError>>,
+) -> TurnOver {
+    match first_round.filter(|r| r.state().is_terminal()) {
+        Some(ended) => futures::future::ready(Ok(Some(ended))).boxed(),
+        None => turn_over_signal(turn),
     }
 }
 
