@@ -23,8 +23,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Set once traces are exported. Without an exporter no span has a trace context to
-/// pass on, so [`traceparent`] and [`extract`] need not look (a task's commit asks once
-/// per event, ~1% of a busy server's CPU for nothing).
+/// pass on, so [`traceparent`], [`inject`] and [`extract`] need not look (every task
+/// commit and every request asks: ~1% of a busy server's CPU, for nothing).
 static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn exporting() -> bool {
