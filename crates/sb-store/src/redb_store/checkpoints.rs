@@ -211,12 +211,7 @@ fn fall_behind(writer: &Writer<'_>) {
 }
 
 fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
-    let forgotten = {
-        let mut hot = writer.hot.write();
-        hot.unpin();
-        hot.take_forgotten()
-    };
-    writer.dropper.drop_later(forgotten);
+    writer.dropper.change_cache(writer.hot, super::Hot::unpin);
     writer.lag.send_modify(|lag| {
         lag.behind = false;
         lag.caught_up += 1;

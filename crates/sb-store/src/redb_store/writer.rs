@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::checkpoints::{Checkpointer, Deferred, Running, finish, start, wait_for};
 use super::journal::{Entry, Journal};
 use super::tables::{PushTable, Tables, checkpoint};
-use super::{Forgotten, Lag, SharedHot, TASKS, configs_of, decode, encode};
+use super::{Forgotten, Hot, Lag, SharedHot, TASKS, configs_of, decode, encode};
 use crate::record::*;
 use crate::traits::*;
 
@@ -104,8 +104,20 @@ impl Dropper {
         }))
     }
 
+    /// Changes the cache under its lock, then frees what the change made it forget:
+    /// the one way to change the cache where it may forget (what `Hot::forget` keeps is
+    /// only freed when taken).
+    pub(super) fn change_cache(&self, hot: &SharedHot, change: impl FnOnce(&mut Hot)) {
+        let forgotten = {
+            let mut hot = hot.write();
+            change(&mut hot);
+            hot.take_forgotten()
+        };
+        self.drop_later(forgotten);
+    }
+
     /// Frees `forgotten` later, or now when the runtime is gone.
-    pub(super) fn drop_later(&self, forgotten: Vec<Forgotten>) {
+    fn drop_later(&self, forgotten: Vec<Forgotten>) {
         if let Some(tx) = self.0.as_ref().filter(|_| !forgotten.is_empty()) {
             // A send that fails hands the value back, freed here with the error.
             let _ = tx.send(forgotten);
@@ -482,12 +494,7 @@ fn apply_batch(
     replies.extend(ops.map(Reply::unreached));
     if outcome.is_ok() {
         // Before any reply: a caller that hears "committed" reads what it wrote.
-        let forgotten = {
-            let mut hot = hot.write();
-            hot.apply(changes);
-            hot.take_forgotten()
-        };
-        dropper.drop_later(forgotten);
+        dropper.change_cache(hot, |hot| hot.apply(changes));
     }
     for reply in replies {
         reply.send(&outcome);
