@@ -62,8 +62,8 @@ enum Cmd {
     Load {
         #[arg(long)]
         url: String,
-        /// `send`, `ack`, `stream`, `get:TASK_ID`, `fanout` (B5, the full run's ticks),
-        /// `webhook` (B6 at full speed) or `idle:N[,N…]` (B4 steps, streams held until
+        /// `send`, `ack`, `stream`, `get:TASK_ID`, `fanout` (B5, the full run's ticks;
+        /// `fanout:N` with N subscribers), `webhook` (B6 at full speed) or `idle:N[,N…]` (B4 steps, streams held until
         /// the end).
         #[arg(long, default_value = "send")]
         scenario: String,
@@ -141,7 +141,13 @@ async fn main() -> anyhow::Result<()> {
                 "fanout" => scenarios::fanout("B5", &load, Plan::full().ticks).await,
                 "webhook" => scenarios::webhooks("B6", &load, None).await,
                 other => {
-                    if let Some(steps) = other.strip_prefix("idle:") {
+                    if let Some(subscribers) = other.strip_prefix("fanout:") {
+                        let ticks = scenarios::Ticks {
+                            subscribers: subscribers.parse()?,
+                            ..Plan::full().ticks
+                        };
+                        scenarios::fanout("B5", &load, ticks).await
+                    } else if let Some(steps) = other.strip_prefix("idle:") {
                         let steps = steps
                             .split(',')
                             .map(str::parse)
@@ -151,14 +157,14 @@ async fn main() -> anyhow::Result<()> {
                             println!("{}", outcome.line());
                         }
                         return Ok(());
-                    }
-                    let Some(id) = other.strip_prefix("get:") else {
+                    } else if let Some(id) = other.strip_prefix("get:") {
+                        let request = Unary::Get {
+                            task_id: id.to_owned(),
+                        };
+                        scenarios::unary("B3", &load, request, rate).await
+                    } else {
                         anyhow::bail!("unknown scenario {other}");
-                    };
-                    let request = Unary::Get {
-                        task_id: id.to_owned(),
-                    };
-                    scenarios::unary("B3", &load, request, rate).await
+                    }
                 }
             };
             println!("{}", outcome.line());

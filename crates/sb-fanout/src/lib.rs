@@ -35,6 +35,15 @@ pub struct LocalFanout {
     tasks: Arc<dyn TaskService>,
     bus: Arc<dyn EventBus>,
     served: Family<SourceLabel, Counter>,
+    counters: Served,
+}
+
+/// The family's two counters, looked up once: an event is counted per subscriber, and a
+/// family lookup takes a lock and hashes the label.
+#[derive(Debug, Clone)]
+struct Served {
+    from_log: Counter,
+    live: Counter,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
@@ -46,10 +55,17 @@ struct SourceLabel {
 
 impl LocalFanout {
     pub fn new(tasks: Arc<dyn TaskService>, bus: Arc<dyn EventBus>) -> LocalFanout {
+        let served = Family::<SourceLabel, Counter>::default();
+        let counter = |source| served.get_or_create(&SourceLabel { source }).clone();
+        let counters = Served {
+            from_log: counter("log"),
+            live: counter("live"),
+        };
         LocalFanout {
             tasks,
             bus,
-            served: Family::default(),
+            served,
+            counters,
         }
     }
 
@@ -82,7 +98,7 @@ struct Cursor {
     bus: Arc<dyn EventBus>,
     tasks: Arc<dyn TaskService>,
     failed: bool,
-    served: Family<SourceLabel, Counter>,
+    served: Served,
 }
 
 impl Cursor {
@@ -131,10 +147,6 @@ impl Cursor {
         }
     }
 
-    fn count(&self, source: &'static str) {
-        self.served.get_or_create(&SourceLabel { source }).inc();
-    }
-
     async fn next_event(&mut self, live: &mut broadcast::Receiver<StoredEvent>) -> Next {
         loop {
             if let Some(event) = self.backlog.pop_front() {
@@ -142,7 +154,7 @@ impl Cursor {
                     continue;
                 }
                 self.last = event.seq;
-                self.count("log");
+                self.served.from_log.inc();
                 return Next::Event(Some(Ok(event)));
             }
             if self.more_in_log {
@@ -156,7 +168,7 @@ impl Cursor {
                 Ok(event) if event.seq <= self.last => continue,
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;
-                    self.count("live");
+                    self.served.live.inc();
                     return Next::Event(Some(Ok(event)));
                 }
                 // A gap (events published out of order) or a lagging subscriber: the
@@ -184,7 +196,7 @@ impl Fanout for LocalFanout {
             bus: self.bus.clone(),
             tasks: self.tasks.clone(),
             failed: false,
-            served: self.served.clone(),
+            served: self.counters.clone(),
         };
         stream::unfold(cursor, |mut cursor| async move {
             let item = cursor.next().await?;
@@ -263,6 +275,31 @@ mod tests {
             expected += 1;
         }
         producer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn events_are_counted_by_where_they_came_from() {
+        let (tasks, fanout) = setup();
+        let mut registry = prometheus_client::registry::Registry::default();
+        fanout.register(&mut registry);
+        let id = new_task(&tasks).await;
+        for _ in 0..4 {
+            tasks.update(&id, working()).await.unwrap();
+        }
+        let mut stream = fanout.subscribe(&id, 0);
+        for seq in 1..=5 {
+            assert_eq!(stream.next().await.unwrap().unwrap().seq, seq);
+        }
+        for _ in 0..3 {
+            tasks.update(&id, working()).await.unwrap();
+        }
+        for seq in 6..=8 {
+            assert_eq!(stream.next().await.unwrap().unwrap().seq, seq);
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(text.contains("source=\"log\"} 5\n"), "{text}");
+        assert!(text.contains("source=\"live\"} 3\n"), "{text}");
     }
 
     #[tokio::test]

@@ -286,8 +286,9 @@ async fn stream(
 ) -> Response {
     let version = wire.version();
     let render_id = id.clone();
+    let id_json = id.to_string();
     let render = move |item: Result<&ops::Frame, &A2AError>| match item {
-        Ok(frame) => jsonrpc::success_text(&render_id, &wire.frame_json(frame)),
+        Ok(frame) => jsonrpc::success_text_for(&id_json, &wire.frame_json(frame)),
         Err(err) => jsonrpc::failure(&render_id, err, version).to_string(),
     };
     let frames = match op {

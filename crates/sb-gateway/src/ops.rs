@@ -1,7 +1,9 @@
 //! The A2A operations, independent of binding and version: every binding decodes its
 //! request into these calls and encodes what they return.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -343,20 +345,36 @@ fn until_turn_over(
 }
 
 /// Ends the stream after the frame that closes it (terminal or interrupted state), or
-/// after an error item.
+/// after an error item. The frames behind it are dropped with that item, so the task's
+/// bus subscription ends with the stream's last frame, not with the response.
 pub fn until_end(frames: FrameStream) -> FrameStream {
-    futures::stream::unfold((frames, false), |(mut frames, done)| async move {
-        if done {
-            return None;
-        }
-        let item = frames.next().await?;
-        let ends = match &item {
-            Ok(frame) => frame.event.ends_stream(),
-            Err(_) => true,
-        };
-        Some((item, (frames, ends)))
-    })
+    UntilEnd {
+        frames: Some(frames),
+    }
     .boxed()
+}
+
+struct UntilEnd {
+    frames: Option<FrameStream>,
+}
+
+impl futures::Stream for UntilEnd {
+    type Item = Result<Frame, A2AError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(frames) = self.frames.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let item = std::task::ready!(frames.poll_next_unpin(cx));
+        let ends = match &item {
+            Some(Ok(frame)) => frame.event.ends_stream(),
+            Some(Err(_)) | None => true,
+        };
+        if ends {
+            self.frames = None;
+        }
+        Poll::Ready(item)
+    }
 }
 
 /// The URI of Switchboard's stream-resume extension (docs/extensions.md).
@@ -615,18 +633,50 @@ pub fn extended_card(
 mod tests {
     use super::*;
 
+    fn status_frame(seq: u64, state: &str) -> Frame {
+        let update = serde_json::json!({"statusUpdate": {
+            "taskId": "t", "contextId": "c", "status": {"state": state}
+        }});
+        Frame {
+            seq,
+            event: Arc::new(serde_json::from_value(update).unwrap()),
+            json: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_ends_with_its_closing_frame_and_lets_go_of_what_feeds_it() {
+        // Stands for the task's bus subscription: alive as long as the frames behind it.
+        let subscription = Arc::new(());
+        let held = subscription.clone();
+        let frames = futures::stream::iter([
+            status_frame(1, "TASK_STATE_WORKING"),
+            status_frame(2, "TASK_STATE_COMPLETED"),
+            status_frame(3, "TASK_STATE_WORKING"),
+        ])
+        .map(move |frame| {
+            let _held = &held;
+            Ok(frame)
+        })
+        .boxed();
+        let mut stream = until_end(frames);
+        let first = stream.next().await.unwrap().unwrap();
+        assert_eq!(first.seq, 1);
+        assert_eq!(Arc::strong_count(&subscription), 2);
+        let last = stream.next().await.unwrap().unwrap();
+        assert_eq!(last.seq, 2);
+        assert_eq!(
+            Arc::strong_count(&subscription),
+            1,
+            "released with the last frame"
+        );
+        assert!(stream.next().await.is_none());
+    }
+
     #[test]
     fn tagging_a_stream_leaves_the_shared_event_alone() {
-        let working = serde_json::json!({"statusUpdate": {
-            "taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}
-        }});
-        let shared: std::sync::Arc<StreamResponse> =
-            std::sync::Arc::new(serde_json::from_value(working).unwrap());
-        let frame = Frame {
-            seq: 3,
-            event: shared.clone(),
-            json: Default::default(),
-        };
+        let frame = status_frame(3, "TASK_STATE_WORKING");
+        let shared = frame.event.clone();
         let untagged_json = frame.json.clone();
         let tagged = tag_with_seq(frame);
         let StreamResponse::StatusUpdate(ev) = &*tagged.event else {

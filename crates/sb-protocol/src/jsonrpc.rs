@@ -175,7 +175,22 @@ pub fn success(id: &Value, result: Value) -> Value {
 /// [`success`] as text around a result that is JSON text already (one serialisation of
 /// an event shared by many streams).
 pub fn success_text(id: &Value, result_json: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result_json}}}"#)
+    success_text_for(&id.to_string(), result_json)
+}
+
+/// [`success_text`] for an id serialised already: a stream serialises its request's id
+/// once for all its events.
+pub fn success_text_for(id_json: &str, result_json: &str) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let mut text =
+        String::with_capacity(HEAD.len() + id_json.len() + RESULT.len() + result_json.len() + 1);
+    text.push_str(HEAD);
+    text.push_str(id_json);
+    text.push_str(RESULT);
+    text.push_str(result_json);
+    text.push('}');
+    text
 }
 
 /// An error response in the error shape of `version`.
@@ -286,6 +301,7 @@ mod tests {
             let result =
                 json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING"}}});
             let text = success_text(&id, &result.to_string());
+            assert_eq!(success_text_for(&id.to_string(), &result.to_string()), text);
             assert_eq!(
                 serde_json::from_str::<Value>(&text).unwrap(),
                 success(&id, result)
