@@ -6,6 +6,7 @@ use parking_lot::Mutex;
 use sb_agent::{Agent, AgentError, Reporter, TaskContext};
 use sb_protocol::Message;
 use sb_store::TaskRecord;
+use sb_store::reconnect::Reconnect;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +40,7 @@ type Runs = Arc<Mutex<HashMap<String, CancellationToken>>>;
 pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Result<(), String> {
     let channel = connect(&options.tasks_url)?;
     let tasks = TaskStateClient::new(channel.clone(), BTreeMap::new());
-    let mut backoff = Duration::from_millis(200);
+    let mut reconnect = Reconnect::new(Duration::from_millis(200), Duration::from_secs(5));
     loop {
         let runs = Runs::default();
         let session = attach(
@@ -56,16 +57,15 @@ pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Resu
             }
             Ok(()) => {
                 tracing::warn!("task-state service closed the worker stream; reconnecting");
-                backoff = Duration::from_millis(200);
+                reconnect.reset();
             }
             Err(e) => tracing::warn!(error = %e, "worker connection failed; reconnecting"),
         }
         cancel_all(&runs);
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
-            () = tokio::time::sleep(backoff) => {}
+            () = tokio::time::sleep(reconnect.next_delay()) => {}
         }
-        backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }
 

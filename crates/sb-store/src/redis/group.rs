@@ -19,6 +19,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error};
+use crate::reconnect::Reconnect;
 use crate::record::{EventNotice, StoredEvent};
 use crate::traits::*;
 
@@ -113,7 +114,7 @@ impl Groups {
 
     async fn read_group(self: Arc<Self>, group: String, sender: broadcast::Sender<EventNotice>) {
         let mut conn: Option<MultiplexedConnection> = None;
-        let mut backoff = MIN_BACKOFF;
+        let mut backoff = Reconnect::new(MIN_BACKOFF, MAX_BACKOFF);
         let mut next_claim = Instant::now();
         while !self.shutdown.is_cancelled() {
             if sender.receiver_count() == 0 && self.retire(&group, &sender).await {
@@ -143,7 +144,7 @@ impl Groups {
                 outcome = step => outcome,
             };
             match outcome {
-                Ok(()) => backoff = MIN_BACKOFF,
+                Ok(()) => backoff.reset(),
                 // The group (or the whole stream) was deleted, e.g. Redis restarted without
                 // persistence: start it again rather than stalling.
                 Err(e) if e.code() == Some("NOGROUP") => {
@@ -180,12 +181,11 @@ impl Groups {
         true
     }
 
-    async fn pause(&self, backoff: &mut Duration) {
+    async fn pause(&self, backoff: &mut Reconnect) {
         tokio::select! {
             () = self.shutdown.cancelled() => {}
-            () = tokio::time::sleep(*backoff) => {}
+            () = tokio::time::sleep(backoff.next_delay()) => {}
         }
-        *backoff = (*backoff * 2).min(MAX_BACKOFF);
     }
 
     async fn dedicated_connection(&self) -> RedisResult<MultiplexedConnection> {

@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{CONNECT_TIMEOUT, Keys, backend_error};
+use crate::reconnect::Reconnect;
 use crate::record::StoredEvent;
 use crate::traits::*;
 use crate::watchers::Watchers;
@@ -63,7 +64,8 @@ struct Connection {
 
 /// After a failed connect, when the next attempt may run.
 struct Backoff {
-    delay: Duration,
+    /// Dropped with the backoff on a success: the next failure waits the first delay.
+    reconnect: Reconnect,
     retry_at: Instant,
     error: String,
 }
@@ -272,13 +274,14 @@ impl PubSub {
     }
 
     fn failed(&self, control: &mut Control, error: StoreError) -> StoreError {
-        let delay = control
-            .backoff
-            .as_ref()
-            .map_or(MIN_BACKOFF, |b| (b.delay * 2).min(MAX_BACKOFF));
+        let mut reconnect = control.backoff.take().map_or_else(
+            || Reconnect::new(MIN_BACKOFF, MAX_BACKOFF),
+            |backoff| backoff.reconnect,
+        );
+        let delay = reconnect.next_delay();
         tracing::warn!(error = %error, retry_in = ?delay, "redis pub/sub connection failed");
         control.backoff = Some(Backoff {
-            delay,
+            reconnect,
             retry_at: Instant::now() + delay,
             error: error.to_string(),
         });
