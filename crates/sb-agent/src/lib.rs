@@ -24,5 +24,7 @@ pub mod runner;
 mod testing;
 
 pub use api::*;
+/// The attribute an [`Agent`] implementation needs (its `execute` is an async trait method).
+pub use async_trait::async_trait;
 pub use host::AgentHost;
 pub use runner::{TurnOver, TurnRunner, read_until_settled, settle, turn_over_signal};

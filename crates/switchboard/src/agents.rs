@@ -98,8 +98,24 @@ fn resume_extension(memory: bool) -> sb_protocol::card::AgentExtension {
     }
 }
 
-pub(crate) fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
-    match config.kind.as_str() {
+/// Agents the program embedding Switchboard brings, by the name each is served under.
+pub(crate) type EmbeddedAgents = BTreeMap<String, Arc<dyn Agent>>;
+
+/// The agent an `[[agents]]` entry names: the embedding program's agent of that name if
+/// it registered one, else the built-in of its kind.
+pub(crate) fn build_agent(
+    config: &AgentConfig,
+    embedded: &EmbeddedAgents,
+) -> anyhow::Result<Arc<dyn Agent>> {
+    if let Some(agent) = embedded.get(&config.name) {
+        return Ok(agent.clone());
+    }
+    Ok(match config.kind.as_str() {
+        "embedded" => anyhow::bail!(
+            "agent \"{}\" is of kind \"embedded\", but the program running Switchboard \
+             registered no agent of that name (Switchboard::agent)",
+            config.name
+        ),
         "consolidate" => {
             let mut agent = ConsolidateAgent::default();
             if let Some(ms) = config.pause_ms {
@@ -110,7 +126,7 @@ pub(crate) fn build_agent(config: &AgentConfig) -> Arc<dyn Agent> {
         "conformance" => Arc::new(ConformanceAgent::default()),
         "bench" => Arc::new(BenchAgent),
         _ => Arc::new(EchoAgent),
-    }
+    })
 }
 
 pub(crate) type HostedAgents = (
@@ -122,13 +138,14 @@ pub(crate) type HostedAgents = (
 /// Each configured agent: the running agent, what its card says, how it authenticates.
 pub(crate) async fn host_agents(
     config: &Config,
+    embedded: &EmbeddedAgents,
     stop: &CancellationToken,
 ) -> anyhow::Result<HostedAgents> {
     let mut agents = BTreeMap::new();
     let mut hosted = Vec::new();
     let mut auths = BTreeMap::new();
     for agent_config in &config.agents {
-        let agent = build_agent(agent_config);
+        let agent = build_agent(agent_config, embedded)?;
         let descriptor = agent.describe();
         let auth = build_auth(config, agent_config, stop).await?;
         let (security_schemes, security_requirements) = auth.card_security();

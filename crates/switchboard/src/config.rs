@@ -71,7 +71,9 @@ pub const SERVICES: [&str; 5] = ["gateway", "tasks", "fanout", "dispatcher", "re
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
-    /// Which built-in agent runs it: `echo`, `consolidate`, `conformance` or `bench`.
+    /// Which built-in agent runs it: `echo`, `consolidate`, `conformance` or `bench`; or
+    /// `embedded`: an agent of the program that embeds Switchboard
+    /// ([`crate::Switchboard::agent`]), which this entry configures.
     pub kind: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -201,22 +203,35 @@ fn default_data_dir() -> PathBuf {
     }
 }
 
+/// The kinds an `[[agents]]` entry may name.
+pub const AGENT_KINDS: [&str; 5] = ["echo", "consolidate", "conformance", "bench", "embedded"];
+
+impl AgentConfig {
+    /// An agent of `kind` under `name`, with every setting at its default.
+    pub fn new(name: &str, kind: &str) -> AgentConfig {
+        AgentConfig {
+            name: name.into(),
+            kind: kind.into(),
+            description: None,
+            pause_ms: None,
+            card: None,
+            auth: None,
+            webhook_secret: None,
+            max_queued: None,
+            on_worker_lost: None,
+        }
+    }
+}
+
 fn default_agents() -> Vec<AgentConfig> {
-    let agent = |name: &str, card: Option<&str>| AgentConfig {
-        name: name.into(),
-        kind: name.into(),
-        description: None,
-        pause_ms: None,
-        card: card.map(str::to_owned),
-        auth: None,
-        webhook_secret: None,
-        max_queued: None,
-        on_worker_lost: None,
+    let conformance = AgentConfig {
+        card: Some("1.0".into()),
+        ..AgentConfig::new("conformance", "conformance")
     };
     vec![
-        agent("echo", None),
-        agent("conformance", Some("1.0")),
-        agent("consolidate", None),
+        AgentConfig::new("echo", "echo"),
+        conformance,
+        AgentConfig::new("consolidate", "consolidate"),
     ]
 }
 
@@ -291,7 +306,7 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
     Ok(config)
 }
 
-fn validate(config: &Config) -> Result<(), String> {
+pub(crate) fn validate(config: &Config) -> Result<(), String> {
     if config.agents.is_empty() {
         return Err("no agents configured: add at least one [[agents]] entry".into());
     }
@@ -311,10 +326,12 @@ fn validate(config: &Config) -> Result<(), String> {
         if seen.insert(agent.name.clone(), ()).is_some() {
             return Err(format!("agent \"{}\" is configured twice", agent.name));
         }
-        if !["echo", "consolidate", "conformance", "bench"].contains(&agent.kind.as_str()) {
+        if !AGENT_KINDS.contains(&agent.kind.as_str()) {
             return Err(format!(
-                "agent \"{}\": unknown kind \"{}\" (expected echo, consolidate, conformance or bench)",
-                agent.name, agent.kind
+                "agent \"{}\": unknown kind \"{}\" (expected one of {})",
+                agent.name,
+                agent.kind,
+                AGENT_KINDS.join(", ")
             ));
         }
         if let Some(card) = &agent.card

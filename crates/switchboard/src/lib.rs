@@ -4,7 +4,8 @@
 //! # Layout
 //! - [`cli`]: the command line (`serve`, `health`), logging and signals.
 //! - [`config`]: the configuration tree and its pure loader.
-//! - [`serve`]: the all-in-one deployment (the default), running until shutdown.
+//! - [`serve`]: the all-in-one deployment (the default), running until shutdown;
+//!   [`Switchboard`] runs it inside a program of your own, with agents written in Rust.
 //! - [`split`]: any subset of the services, sharing state through Redis and calling
 //!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
 //! - `agents`, `backend`, `observe`: the configured agents, where state lives, metrics.
@@ -22,4 +23,6 @@ pub mod split;
 pub mod worker;
 
 pub use cli::main;
-pub use serve::serve;
+/// The agent API, for programs that embed Switchboard with agents of their own.
+pub use sb_agent;
+pub use serve::{Switchboard, serve};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
-use sb_agent::AgentHost;
+use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
 use sb_gateway::AppState;
 use sb_registry::StaticRegistry;
@@ -16,9 +16,9 @@ use sb_webhooks::{DeliveryMetrics, Dispatcher, LocalPushConfigs};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::host_agents;
+use crate::agents::{EmbeddedAgents, host_agents};
 use crate::backend;
-use crate::config::Config;
+use crate::config::{self, AgentConfig, Config};
 use crate::observe::{count_task_events, metrics_router};
 
 /// Runs the configured services on `listener` until `shutdown` completes, then drains
@@ -28,9 +28,80 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    if config.is_split() {
-        return crate::split::serve_split(config, listener, shutdown).await;
+    Switchboard::new(config).serve(listener, shutdown).await
+}
+
+/// Switchboard inside a program of your own, serving agents written in Rust in process,
+/// beside the configured ones, with everything `switchboard serve` gives them (every
+/// binding and version, the durable store, streams and resume, push, auth, metrics).
+///
+/// ```no_run
+/// # async fn run(my_agent: impl switchboard::sb_agent::Agent) -> anyhow::Result<()> {
+/// let config = switchboard::config::load(None, Default::default()).map_err(anyhow::Error::msg)?;
+/// let listener = tokio::net::TcpListener::bind(config.listen).await?;
+/// switchboard::Switchboard::new(config)
+///     .agent("mine", my_agent)
+///     .serve(listener, async { let _ = tokio::signal::ctrl_c().await; })
+///     .await
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Switchboard {
+    config: Config,
+    embedded: EmbeddedAgents,
+}
+
+impl Switchboard {
+    pub fn new(config: Config) -> Switchboard {
+        Switchboard {
+            config,
+            embedded: EmbeddedAgents::new(),
+        }
     }
+
+    /// Serves `agent` under `name` (`/agents/{name}/`). An `[[agents]]` entry of that name
+    /// configures it (description, card, auth, webhook secret) and its `kind` is then
+    /// ignored (`embedded` says so); without one it gets the defaults. The same agent
+    /// runs on a remote worker unchanged (`sb_rpc::workers::run_worker`).
+    pub fn agent(mut self, name: impl Into<String>, agent: impl Agent) -> Switchboard {
+        self.embedded.insert(name.into(), Arc::new(agent));
+        self
+    }
+
+    /// Runs until `shutdown` completes, then drains streams and agent runs.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let Switchboard {
+            mut config,
+            embedded,
+        } = self;
+        if config.is_split() {
+            anyhow::ensure!(
+                embedded.is_empty(),
+                "agents given in process run in the all-in-one; a split deployment (--services) \
+                 runs agents on workers: hand the same agents to sb_rpc::workers::run_worker"
+            );
+            return crate::split::serve_split(config, listener, shutdown).await;
+        }
+        for name in embedded.keys() {
+            if !config.agents.iter().any(|a| &a.name == name) {
+                config.agents.push(AgentConfig::new(name, "embedded"));
+            }
+        }
+        config::validate(&config).map_err(anyhow::Error::msg)?;
+        serve_all_in_one(config, embedded, listener, shutdown).await
+    }
+}
+
+async fn serve_all_in_one(
+    config: Config,
+    embedded: EmbeddedAgents,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let backend = backend::open(&config).await?;
     let mut metrics_registry = Registry::default();
     let bus = count_task_events(backend.bus.clone(), &mut metrics_registry);
@@ -49,7 +120,7 @@ pub async fn serve(
         );
     }
     let stop = CancellationToken::new();
-    let (agents, hosted, auths) = host_agents(&config, &stop).await?;
+    let (agents, hosted, auths) = host_agents(&config, &embedded, &stop).await?;
     let policy = backend::webhook_policy(&config)?;
     let delivery_metrics = Arc::new(DeliveryMetrics::default());
     delivery_metrics.register(&mut metrics_registry);

@@ -71,7 +71,7 @@ pub async fn serve_split(
     let mut metrics_registry = Registry::default();
     let mut grpc = tonic::service::RoutesBuilder::default();
     let mut app = axum::Router::new();
-    let (agents, hosted, auths) = host_agents(&config, &stop).await?;
+    let (agents, hosted, auths) = host_agents(&config, &BTreeMap::new(), &stop).await?;
     let registry = Arc::new(StaticRegistry::new(
         &config.public_url(),
         &hosted,

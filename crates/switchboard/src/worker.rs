@@ -22,7 +22,7 @@ pub async fn work(
     let mut served: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
     for agent in &config.agents {
         if agents.is_empty() || agents.contains(&agent.name) {
-            served.insert(agent.name.clone(), build_agent(agent));
+            served.insert(agent.name.clone(), build_agent(agent, &BTreeMap::new())?);
         }
     }
     if let Some(missing) = agents.iter().find(|a| !served.contains_key(*a)) {
