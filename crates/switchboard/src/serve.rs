@@ -1,6 +1,7 @@
 //! Wiring of the default deployment: every service in one process, agents in process,
 //! state in the embedded store (or Redis with `--backend`). `--services` hands over to
-//! [`crate::split`].
+//! [`crate::split`]. [`Switchboard`] is the same deployment inside a program of your own,
+//! with agents of that program beside the configured ones.
 
 use std::future::Future;
 use std::sync::Arc;
