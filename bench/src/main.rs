@@ -63,8 +63,8 @@ enum Cmd {
         #[arg(long)]
         url: String,
         /// `send`, `ack`, `stream`, `get:TASK_ID`, `fanout` (B5, the full run's ticks;
-        /// `fanout:N` with N subscribers), `webhook` (B6 at full speed) or `idle:N[,N…]` (B4 steps, streams held until
-        /// the end).
+        /// `fanout:N` with N subscribers), `webhook` (B6 at full speed) or `idle:N[,N…]`
+        /// (B4 steps, streams held until the end).
         #[arg(long, default_value = "send")]
         scenario: String,
         #[arg(long, short = 'c', default_value_t = 32)]
