@@ -17,9 +17,9 @@ use switchboard::sb_agent::async_trait;
 use switchboard::sb_agent::text_artifact;
 use switchboard::sb_agent::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext};
 
-/// Answers with the text it was sent, in capitals.
+/// Answers with the text it was sent, in capitals (`tests/embedded.rs` serves it too).
 #[derive(Debug)]
-struct Shout;
+pub(crate) struct Shout;
 
 #[async_trait]
 impl Agent for Shout {

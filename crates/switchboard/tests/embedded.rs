@@ -7,35 +7,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::config::{self, Config, Overrides};
-use switchboard::sb_agent::{
-    Agent, AgentDescriptor, AgentError, Reporter, TaskContext, async_trait, text_artifact,
-};
 use tokio_util::sync::CancellationToken;
 
-/// Answers with the text it was sent, in capitals.
-#[derive(Debug)]
-struct Shout;
-
-#[async_trait]
-impl Agent for Shout {
-    fn describe(&self) -> AgentDescriptor {
-        AgentDescriptor {
-            description: "Answers in capitals".into(),
-            skills: Vec::new(),
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-        }
-    }
-
-    async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
-        let loud = ctx.message.text().to_uppercase();
-        reporter
-            .artifact(text_artifact("shout", "shout", loud.clone()), false, true)
-            .await?;
-        reporter.complete(Some(loud)).await?;
-        Ok(())
-    }
-}
+/// The example's agent, so what the example shows is what is tested.
+#[path = "../examples/embedded_agent.rs"]
+#[allow(dead_code)] // its `main`
+mod example;
+use example::Shout;
 
 fn memory_config(toml: Option<&str>) -> Config {
     let overrides = Overrides {
@@ -89,7 +67,10 @@ async fn an_agent_written_in_rust_is_served_in_process() {
         .json()
         .await
         .unwrap();
-    assert_eq!(card["description"], "Answers in capitals", "{card}");
+    assert_eq!(
+        card["description"], "Answers with the text it was sent, in capitals.",
+        "{card}"
+    );
     // The configured agents are still there beside it.
     let echo = reqwest::get(format!("{base}/agents/echo/.well-known/agent-card.json"))
         .await
