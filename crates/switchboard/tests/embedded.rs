@@ -54,6 +54,12 @@ async fn send(base: &str, text: &str, token: Option<&str>) -> reqwest::Response 
     request.send().await.unwrap()
 }
 
+/// The agent card served under `base`.
+async fn card(base: &str) -> Value {
+    let url = format!("{base}/.well-known/agent-card.json");
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
 #[tokio::test]
 async fn an_agent_written_in_rust_is_served_in_process() {
     let (base, stop) = start(memory_config(None)).await;
@@ -61,12 +67,7 @@ async fn an_agent_written_in_rust_is_served_in_process() {
     let task = &reply["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{reply}");
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "HELLO", "{reply}");
-    let card: Value = reqwest::get(format!("{base}/agents/shout/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card(&format!("{base}/agents/shout")).await;
     assert_eq!(
         card["description"], "Answers with the text it was sent, in capitals.",
         "{card}"
@@ -101,12 +102,7 @@ async fn an_embedded_agent_takes_its_settings_from_its_config_entry() {
         reply["result"]["task"]["artifacts"][0]["parts"][0]["text"], "HI",
         "{reply}"
     );
-    let card: Value = reqwest::get(format!("{base}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card(&base).await;
     assert_eq!(card["description"], "Capitals, with a password", "{card}");
     stop.cancel();
 }
