@@ -9,6 +9,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use sb_protocol::{A2AError, Message};
 use sb_store::TaskRecord;
+use sb_store::backoff::Backoff;
 use sb_tasks::{NewTask, TaskService};
 
 /// Resolves when an agent's turn is over or its task has ended, whichever comes first
@@ -132,7 +133,8 @@ fn first_round_or_turn(
 
 /// How often a task is read while its turn's end is followed without a signal: from
 /// the first delay, doubling up to the last.
-const FOLLOW_DELAYS: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
+const FOLLOW_FIRST: Duration = Duration::from_millis(100);
+const FOLLOW_MAX: Duration = Duration::from_secs(2);
 
 /// The task once it has ended or waits for input, read every so often: how a turn's end
 /// is found when its signal was lost (the connection that carried it broke). A turn
@@ -143,7 +145,7 @@ pub async fn read_until_settled(
     scope: &sb_tasks::Scope,
     task_id: &str,
 ) -> Option<Arc<TaskRecord>> {
-    let (mut delay, longest) = FOLLOW_DELAYS;
+    let mut delays = Backoff::doubling(FOLLOW_FIRST, FOLLOW_MAX);
     loop {
         match tasks.get(scope, task_id).await {
             Ok(record) if record.state().is_terminal() || record.state().is_interrupted() => {
@@ -153,8 +155,7 @@ pub async fn read_until_settled(
             // Working, or the task service unreachable for now: read again later.
             Ok(_) | Err(_) => {}
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(longest);
+        tokio::time::sleep(delays.next_delay().unwrap_or(FOLLOW_MAX)).await;
     }
 }
 

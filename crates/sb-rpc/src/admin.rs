@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use sb_store::DeadLetter;
-use sb_webhooks::DeliveryStatus;
 use sb_webhooks::admin::DeadLetterAdmin;
+use sb_webhooks::{DeliveryStatus, DispatchError};
 use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 
 use crate::pb;
 use crate::pb::dispatcher_admin_client::DispatcherAdminClient as Raw;
-use crate::wire::*;
+use crate::wire::{from_json, request, to_json};
 
 #[derive(Debug, Clone)]
 pub struct DispatcherAdminServer {
@@ -32,11 +32,7 @@ impl pb::dispatcher_admin_server::DispatcherAdmin for DispatcherAdminServer {
         &self,
         _request: Request<pb::ListDeadLettersRequest>,
     ) -> Result<Response<pb::ListDeadLettersResponse>, Status> {
-        let letters = self
-            .admin
-            .dead_letters()
-            .await
-            .map_err(Status::unavailable)?;
+        let letters = self.admin.dead_letters().await.map_err(unavailable)?;
         Ok(Response::new(pb::ListDeadLettersResponse {
             letters_json: to_json(&letters),
         }))
@@ -51,7 +47,7 @@ impl pb::dispatcher_admin_server::DispatcherAdmin for DispatcherAdminServer {
             .admin
             .delivery_status(&task_id)
             .await
-            .map_err(Status::unavailable)?;
+            .map_err(unavailable)?;
         Ok(Response::new(pb::DeliveryStatusResponse {
             configs_json: to_json(&configs),
         }))
@@ -62,7 +58,7 @@ impl pb::dispatcher_admin_server::DispatcherAdmin for DispatcherAdminServer {
         request: Request<pb::RedriveRequest>,
     ) -> Result<Response<pb::RedriveResponse>, Status> {
         let id = request.into_inner().id;
-        let found = self.admin.redrive(&id).await.map_err(Status::unavailable)?;
+        let found = self.admin.redrive(&id).await.map_err(unavailable)?;
         Ok(Response::new(pb::RedriveResponse { found }))
     }
 }
@@ -81,25 +77,30 @@ impl DispatcherAdminClient {
     }
 }
 
-fn unreachable(status: Status) -> String {
-    format!("the dispatcher service failed: {}", status.message())
+fn unavailable(error: DispatchError) -> Status {
+    Status::unavailable(error.to_string())
+}
+
+fn unreachable(status: Status) -> DispatchError {
+    DispatchError::Unreachable(status.message().to_owned())
 }
 
 #[tonic::async_trait]
 impl DeadLetterAdmin for DispatcherAdminClient {
-    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, String> {
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, DispatchError> {
         let response = self
             .raw
             .clone()
             .list_dead_letters(request(pb::ListDeadLettersRequest {}))
             .await
             .map_err(unreachable)?;
-        from_json(&response.into_inner().letters_json, "dead letters").map_err(|e| e.message)
+        from_json(&response.into_inner().letters_json, "dead letters")
+            .map_err(|e| DispatchError::Unreachable(e.message))
     }
 
     /// Not retried: a redrive that reached the dispatcher but whose answer was lost
     /// would otherwise be queued twice.
-    async fn redrive(&self, id: &str) -> Result<bool, String> {
+    async fn redrive(&self, id: &str) -> Result<bool, DispatchError> {
         let message = pb::RedriveRequest { id: id.to_owned() };
         let response = self
             .raw
@@ -110,7 +111,7 @@ impl DeadLetterAdmin for DispatcherAdminClient {
         Ok(response.into_inner().found)
     }
 
-    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String> {
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, DispatchError> {
         let message = pb::DeliveryStatusRequest {
             task_id: task_id.to_owned(),
         };
@@ -120,6 +121,7 @@ impl DeadLetterAdmin for DispatcherAdminClient {
             .delivery_status(request(message))
             .await
             .map_err(unreachable)?;
-        from_json(&response.into_inner().configs_json, "delivery status").map_err(|e| e.message)
+        from_json(&response.into_inner().configs_json, "delivery status")
+            .map_err(|e| DispatchError::Unreachable(e.message))
     }
 }

@@ -13,16 +13,17 @@
 //!   one Lua script per commit) and [`RedisBus`] (pub/sub per task, consumer groups for
 //!   all tasks); `redis::testing` starts a real redis-server for tests.
 //! - [`watchers`]: one-shot watchers by key (a turn's end, a task's end), for both buses.
-//! - [`reconnect`]: the jittered, doubling pauses between attempts to reach a server.
+//! - [`backoff`]: the one backoff: jittered pauses between attempts at something that
+//!   may work later.
 //! - [`suite`]: the conformance tests every backend runs.
 //!
 //! Every write is a compare-and-set on the task's sequence number, so the state machine
 //! above it (sb-tasks) can check and write in one step whatever the backend.
 
+pub mod backoff;
 pub mod bus;
 pub mod memory;
 pub mod queue;
-pub mod reconnect;
 pub mod record;
 pub mod redb_store;
 pub mod redis;

@@ -21,6 +21,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use sb_protocol::{Message, TaskState};
+use sb_store::backoff::Backoff;
 use sb_store::{EventBus, EventNotice, PushConfigStore, TaskRecord, TaskStore};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -30,6 +31,10 @@ use tokio_util::sync::CancellationToken;
 /// the timer of one of them. Every expiry action is a conditional write, so a stale
 /// timer on another replica (or two replicas firing) changes nothing twice.
 pub const DEADLINES_GROUP: &str = "deadlines";
+
+/// The pauses between attempts to follow the bus when it cannot be followed.
+const FOLLOW_RETRY_FIRST: Duration = Duration::from_secs(1);
+const FOLLOW_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// How often finished tasks past their TTL are looked for: a task is evicted at most
 /// this long after its TTL.
@@ -213,14 +218,16 @@ impl DeadlineKeeper {
     /// the sweeper of finished tasks runs beside it. Subscribe first (`bus`), so nothing
     /// committed while loading is missed.
     pub async fn run(self, bus: Arc<dyn EventBus>, shutdown: CancellationToken) {
+        let mut retries = Backoff::doubling(FOLLOW_RETRY_FIRST, FOLLOW_RETRY_MAX);
         let mut events = loop {
             match bus.subscribe_all(DEADLINES_GROUP).await {
                 Ok(events) => break events,
                 Err(e) => {
                     tracing::error!(error = %e, "deadline keeper cannot follow the bus; retrying");
+                    let delay = retries.next_delay().unwrap_or(FOLLOW_RETRY_MAX);
                     tokio::select! {
                         () = shutdown.cancelled() => return,
-                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = tokio::time::sleep(delay) => {}
                     }
                 }
             }

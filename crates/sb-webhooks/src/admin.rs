@@ -13,32 +13,31 @@ use axum::routing::{get, post};
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
-use crate::Dispatcher;
-use crate::dispatcher::DeliveryStatus;
+use crate::dispatcher::{DeliveryStatus, DispatchError, Dispatcher};
 
 /// What the admin endpoints need of a dispatcher: the one in this process, or a
 /// dispatcher service reached over the internal API.
 #[async_trait::async_trait]
 pub trait DeadLetterAdmin: Send + Sync + std::fmt::Debug + 'static {
     /// The deliveries that failed for good, oldest first.
-    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, String>;
+    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, DispatchError>;
     /// Queues a dead letter for one more delivery; returns whether it existed.
-    async fn redrive(&self, id: &str) -> Result<bool, String>;
+    async fn redrive(&self, id: &str) -> Result<bool, DispatchError>;
     /// How far each push config of the task has been served.
-    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String>;
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, DispatchError>;
 }
 
 #[async_trait::async_trait]
 impl DeadLetterAdmin for Dispatcher {
-    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, String> {
+    async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, DispatchError> {
         Dispatcher::dead_letters(self).await
     }
 
-    async fn redrive(&self, id: &str) -> Result<bool, String> {
+    async fn redrive(&self, id: &str) -> Result<bool, DispatchError> {
         Dispatcher::redrive(self, id).await
     }
 
-    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, String> {
+    async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, DispatchError> {
         Dispatcher::delivery_status(self, task_id).await
     }
 }
@@ -84,8 +83,8 @@ fn refused() -> Response {
         .into_response()
 }
 
-fn internal(message: String) -> Response {
-    let body = json!({"error": {"code": 500, "status": "INTERNAL", "message": message}});
+fn internal(error: DispatchError) -> Response {
+    let body = json!({"error": {"code": 500, "status": "INTERNAL", "message": error.to_string()}});
     (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
 }
 

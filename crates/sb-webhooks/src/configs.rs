@@ -76,7 +76,8 @@ impl PushConfigService for LocalPushConfigs {
         let task = self.tasks.get(scope, &config.task_id).await?;
         validate_push_url(&config.url, "url")?;
         self.policy
-            .check_url(&config.url)
+            .check_target(&config.url)
+            .await
             .map_err(|reason| A2AError::invalid_field("url", reason))?;
         for (field, value) in [
             ("token", config.token.as_deref()),
@@ -202,7 +203,9 @@ mod tests {
             store.clone(),
             Arc::new(LocalBus::new()),
         ));
-        let push = LocalPushConfigs::new(store, tasks.clone(), Arc::new(AddressPolicy::default()));
+        // A literal address: a host name would have to resolve, and this test has no DNS.
+        let policy = AddressPolicy::parse("127.0.0.1/32").unwrap();
+        let push = LocalPushConfigs::new(store, tasks.clone(), Arc::new(policy));
         let scope = Scope {
             agent: "a".into(),
             owner: String::new(),
@@ -224,7 +227,7 @@ mod tests {
             tenant: None,
             id: None,
             task_id: task.id.clone(),
-            url: "https://hook".into(),
+            url: "http://127.0.0.1:9/hook".into(),
             token: Some("t".into()),
             authentication: None,
         };

@@ -1,11 +1,13 @@
 //! The SSRF guard for webhook targets: which URLs may be registered and which addresses
-//! may be connected to. Checked twice: when a config is registered (the URL's shape and
-//! any literal address) and at connect time, where [`GuardedResolver`] resolves the name
-//! and hands the HTTP client only the addresses it checked, so a rebinding DNS answer
-//! cannot slip a private address in between the check and the connection.
+//! may be connected to. Checked twice: when a config is registered (the URL's shape, any
+//! literal address, and where its host name resolves now, so a caller learns at once that
+//! a webhook could never fire) and at connect time, where [`GuardedResolver`] resolves the
+//! name again and hands the HTTP client only the addresses it checked, so a rebinding DNS
+//! answer cannot slip a private address in between the check and the connection.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ipnet::IpNet;
 use reqwest::Url;
@@ -73,6 +75,62 @@ impl AddressPolicy {
         }
     }
 
+    /// Checks a webhook URL at registration: [`Self::check_url`], then the addresses its
+    /// host name resolves to now. A name that does not resolve, or resolves to an address
+    /// the policy does not allow, is refused here rather than at every delivery.
+    pub async fn check_target(&self, raw: &str) -> Result<Url, String> {
+        let url = self.check_url(raw)?;
+        if let Some(url::Host::Domain(host)) = url.host() {
+            let port = url.port_or_known_default().unwrap_or(443);
+            self.resolve_allowed(host, port).await?;
+        }
+        Ok(url)
+    }
+
+    /// The addresses `host` resolves to, if the policy allows every one of them.
+    async fn resolve_allowed(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+        let lookup = tokio::net::lookup_host((host, port));
+        let resolved: Vec<SocketAddr> = match tokio::time::timeout(LOOKUP_TIMEOUT, lookup).await {
+            Ok(Ok(addresses)) => addresses.collect(),
+            Ok(Err(e)) => return Err(format!("names a host, {host}, that does not resolve ({e})")),
+            Err(_) => {
+                return Err(format!(
+                    "names a host, {host}, that did not resolve within {}s",
+                    LOOKUP_TIMEOUT.as_secs()
+                ));
+            }
+        };
+        if resolved.is_empty() {
+            return Err(format!("names a host, {host}, that resolves to no address"));
+        }
+        if self.allows_host(host) {
+            return Ok(resolved);
+        }
+        let refused: Vec<IpAddr> = resolved
+            .iter()
+            .map(SocketAddr::ip)
+            .filter(|ip| !self.allows_ip(*ip))
+            .collect();
+        if refused.is_empty() {
+            return Ok(resolved);
+        }
+        // A name with one private address among public ones is refused outright: which
+        // one a client would pick is not ours to guess.
+        let which = if refused.len() == resolved.len() {
+            "only to addresses"
+        } else {
+            "to addresses among others"
+        };
+        Err(format!(
+            "names a host, {host}, that resolves {which} that are not public ({}); an operator can allow them with --webhook-allow",
+            refused
+                .iter()
+                .map(IpAddr::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
     fn check_literal(&self, ip: IpAddr) -> Result<(), String> {
         if self.allows_ip(ip) {
             Ok(())
@@ -83,6 +141,9 @@ impl AddressPolicy {
         }
     }
 }
+
+/// How long a webhook host's name may take to resolve, at registration and at delivery.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Whether an address is globally routable unicast: not loopback, private (RFC 1918),
 /// link-local, CGNAT, multicast, unspecified, broadcast, documentation, benchmarking or
@@ -153,30 +214,17 @@ impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let policy = self.policy.clone();
         Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let resolved: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let trusted_name = policy.allows_host(&host);
-            let allowed: Vec<SocketAddr> = resolved
-                .iter()
-                .copied()
-                .filter(|a| trusted_name || policy.allows_ip(a.ip()))
-                .collect();
-            if allowed.is_empty() {
-                let err: Box<dyn std::error::Error + Send + Sync> =
-                    format!("{host} resolves only to non-public addresses ({resolved:?})").into();
-                return Err(err);
+            // The HTTP client puts the URL's port on the addresses it is handed.
+            match policy.resolve_allowed(name.as_str(), 0).await {
+                Ok(allowed) => {
+                    let addrs: Addrs = Box::new(allowed.into_iter());
+                    Ok(addrs)
+                }
+                Err(reason) => {
+                    let err: Box<dyn std::error::Error + Send + Sync> = reason.into();
+                    Err(err)
+                }
             }
-            // A name with one private address among public ones is refused outright:
-            // which one the client would pick is not ours to guess.
-            if allowed.len() != resolved.len() {
-                let err: Box<dyn std::error::Error + Send + Sync> =
-                    format!("{host} resolves to non-public addresses among others ({resolved:?})")
-                        .into();
-                return Err(err);
-            }
-            let addrs: Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
         })
     }
 }
@@ -251,11 +299,35 @@ mod tests {
             .await
             .err()
             .unwrap();
-        assert!(err.to_string().contains("non-public"), "{err}");
+        assert!(err.to_string().contains("not public"), "{err}");
         let trusting = GuardedResolver::new(Arc::new(AddressPolicy::parse("localhost").unwrap()));
         assert!(trusting.resolve("localhost".parse().unwrap()).await.is_ok());
         let by_net =
             GuardedResolver::new(Arc::new(AddressPolicy::parse("127.0.0.0/8,::1").unwrap()));
         assert!(by_net.resolve("localhost".parse().unwrap()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn registration_resolves_the_host_name() {
+        let strict = AddressPolicy::default();
+        let loopback = strict
+            .check_target("http://localhost:9/x")
+            .await
+            .unwrap_err();
+        assert!(
+            loopback.contains("localhost") && loopback.contains("not public"),
+            "{loopback}"
+        );
+        let unresolvable = strict
+            .check_target("https://no-such-host.invalid/x")
+            .await
+            .unwrap_err();
+        assert!(unresolvable.contains("does not resolve"), "{unresolvable}");
+        assert!(strict.check_target("http://127.0.0.1/x").await.is_err());
+        let local = AddressPolicy::parse("127.0.0.0/8,::1").unwrap();
+        assert!(local.check_target("http://localhost:9/x").await.is_ok());
+        assert!(local.check_target("http://127.0.0.1:9/x").await.is_ok());
+        let by_name = AddressPolicy::parse("localhost").unwrap();
+        assert!(by_name.check_target("http://localhost:9/x").await.is_ok());
     }
 }

@@ -150,6 +150,21 @@ async fn wait_for(rx: &Receiver, count: usize) -> Vec<(String, HeaderMap, Value)
     rx.seen.lock().clone()
 }
 
+/// What `check` finds, once it finds something (within three seconds).
+async fn eventually<T, F, Fut>(mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..300 {
+        if let Some(found) = check().await {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not found within three seconds");
+}
+
 fn status(state: TaskState) -> TaskUpdate {
     TaskUpdate::Status {
         state,
@@ -341,42 +356,81 @@ async fn private_targets_are_refused_at_send_time_too() {
     let (rx, base) = start_receiver().await;
     let w = world(AddressPolicy::default(), vec![]).await;
     let task_id = new_task(&w).await;
-    // Registered behind the policy's back (as a config stored under an older, looser policy).
-    let record = PushConfigRecord {
-        config: TaskPushNotificationConfig {
-            id: Some("c".into()),
-            ..config(&task_id, format!("{base}/x"))
-        },
-        version: StoredVersion::V1_0,
-        owner: String::new(),
-        created_at: chrono::Utc::now(),
-        from_seq: 1,
-    };
-    w.store.put_push_config(record).await.unwrap();
-    assert!(
-        w.push
-            .create(
-                &w.scope,
-                config(&task_id, format!("{base}/y")),
-                Version::V1_0
-            )
-            .await
-            .is_err()
-    );
-    // A name is fine at registration (it may resolve anywhere later), but one that
-    // resolves to loopback is refused when the connection is made.
     let port = base.rsplit(':').next().unwrap();
-    let by_name = config(&task_id, format!("http://localhost:{port}/z"));
-    w.push
-        .create(&w.scope, by_name, Version::V1_0)
-        .await
-        .unwrap();
+    // Registered behind the policy's back (as configs stored under an older, looser
+    // policy): a literal loopback address, and a name that resolves to loopback.
+    for (id, url) in [
+        ("literal", format!("{base}/x")),
+        ("by-name", format!("http://localhost:{port}/z")),
+    ] {
+        let record = PushConfigRecord {
+            config: TaskPushNotificationConfig {
+                id: Some(id.into()),
+                ..config(&task_id, url)
+            },
+            version: StoredVersion::V1_0,
+            owner: String::new(),
+            created_at: chrono::Utc::now(),
+            from_seq: 1,
+        };
+        w.store.put_push_config(record).await.unwrap();
+    }
     w.tasks
         .update(&task_id, status(TaskState::Working))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let letters = eventually(|| async {
+        let letters = w.dispatcher.dead_letters().await.unwrap();
+        (letters.len() == 2).then_some(letters)
+    })
+    .await;
+    let reason = |config: &str| {
+        letters
+            .iter()
+            .find(|l| l.config_id == config)
+            .map(|l| l.reason.clone())
+            .unwrap()
+    };
+    assert!(reason("literal").contains("not allowed"), "{letters:?}");
+    assert!(reason("by-name").contains("not public"), "{letters:?}");
     assert!(rx.seen.lock().is_empty());
+}
+
+/// A URL whose host resolves to loopback, or does not resolve at all, is refused when it
+/// is registered, so the caller learns that its webhook could never fire.
+#[tokio::test]
+async fn private_and_unresolvable_targets_are_refused_at_registration() {
+    let (_rx, base) = start_receiver().await;
+    let w = world(AddressPolicy::default(), vec![]).await;
+    let task_id = new_task(&w).await;
+    let port = base.rsplit(':').next().unwrap();
+    for (url, why) in [
+        (format!("{base}/y"), "not a public address"),
+        (format!("http://localhost:{port}/z"), "not public"),
+        (
+            "https://no-such-host.invalid/w".to_owned(),
+            "does not resolve",
+        ),
+    ] {
+        let refused = w
+            .push
+            .create(&w.scope, config(&task_id, url.clone()), Version::V1_0)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::InvalidParams, "{url}: {refused:?}");
+        assert!(
+            refused.message.contains("url") && refused.message.contains(why),
+            "{url}: {}",
+            refused.message
+        );
+    }
+    assert!(
+        w.store
+            .list_push_configs(&task_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// A delivery that fails for good lands in the dead-letter list, which an operator can

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use prometheus_client::metrics::gauge::Gauge;
+use sb_store::backoff::Backoff;
 use sb_store::{Leased, WorkItem};
 use sb_tasks::Scope;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -272,22 +273,16 @@ async fn assign(
     commands.send(Ok(command)).await.is_ok()
 }
 
-/// Runs `op` up to five times over about three seconds: Redis may be restarting (a
-/// broken connection fails one command, then the client reconnects).
-pub(super) async fn with_retries<T, E, F, Fut>(mut op: F) -> Result<T, E>
+/// Runs `op` up to five times over about two to three seconds: Redis may be restarting
+/// (a broken connection fails one command, then the client reconnects).
+pub(super) async fn with_retries<T, E, F, Fut>(op: F) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
 {
-    let mut delay = Duration::from_millis(100);
-    for _ in 0..4 {
-        match op().await {
-            Ok(value) => return Ok(value),
-            Err(_) => tokio::time::sleep(delay).await,
-        }
-        delay *= 2;
-    }
-    op().await
+    Backoff::doubling_times(Duration::from_millis(100), Duration::from_secs(1), 4)
+        .retry(op)
+        .await
 }
 
 /// Tells the worker to stop when the task ends by someone else's hand (a client's

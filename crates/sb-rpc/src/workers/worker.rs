@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use sb_agent::{Agent, AgentError, Reporter, TaskContext};
 use sb_protocol::Message;
 use sb_store::TaskRecord;
-use sb_store::reconnect::Reconnect;
+use sb_store::backoff::Backoff;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -34,13 +34,17 @@ pub struct WorkerOptions {
 
 type Runs = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
+/// The pauses between attempts to reach the task-state service again.
+const RECONNECT_FIRST: Duration = Duration::from_millis(200);
+const RECONNECT_MAX: Duration = Duration::from_secs(5);
+
 /// Serves turns until `stop`, reconnecting (with backoff) whenever the connection to
 /// the task-state service is lost. Turns running when a connection is lost are
 /// canceled here: the service has already re-queued or failed them.
 pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Result<(), String> {
     let channel = connect(&options.tasks_url)?;
     let tasks = TaskStateClient::new(channel.clone(), BTreeMap::new());
-    let mut reconnect = Reconnect::new(Duration::from_millis(200), Duration::from_secs(5));
+    let mut reconnect = Backoff::doubling(RECONNECT_FIRST, RECONNECT_MAX);
     loop {
         let runs = Runs::default();
         let session = attach(
@@ -64,7 +68,7 @@ pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Resu
         cancel_all(&runs);
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
-            () = tokio::time::sleep(reconnect.next_delay()) => {}
+            () = tokio::time::sleep(reconnect.next_delay().unwrap_or(RECONNECT_MAX)) => {}
         }
     }
 }

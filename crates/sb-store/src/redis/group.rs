@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error};
-use crate::reconnect::Reconnect;
+use crate::backoff::Backoff;
 use crate::record::{EventNotice, StoredEvent};
 use crate::traits::*;
 
@@ -114,7 +114,7 @@ impl Groups {
 
     async fn read_group(self: Arc<Self>, group: String, sender: broadcast::Sender<EventNotice>) {
         let mut conn: Option<MultiplexedConnection> = None;
-        let mut backoff = Reconnect::new(MIN_BACKOFF, MAX_BACKOFF);
+        let mut backoff = Backoff::doubling(MIN_BACKOFF, MAX_BACKOFF);
         let mut next_claim = Instant::now();
         while !self.shutdown.is_cancelled() {
             if sender.receiver_count() == 0 && self.retire(&group, &sender).await {
@@ -181,10 +181,10 @@ impl Groups {
         true
     }
 
-    async fn pause(&self, backoff: &mut Reconnect) {
+    async fn pause(&self, backoff: &mut Backoff) {
         tokio::select! {
             () = self.shutdown.cancelled() => {}
-            () = tokio::time::sleep(backoff.next_delay()) => {}
+            () = tokio::time::sleep(backoff.next_delay().unwrap_or(MAX_BACKOFF)) => {}
         }
     }
 

@@ -21,7 +21,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{CONNECT_TIMEOUT, Keys, backend_error};
-use crate::reconnect::Reconnect;
+use crate::backoff::Backoff;
 use crate::record::StoredEvent;
 use crate::traits::*;
 use crate::watchers::Watchers;
@@ -52,7 +52,7 @@ pub(super) struct PubSub {
 struct Control {
     conn: Option<Connection>,
     generations: u64,
-    backoff: Option<Backoff>,
+    retry: Option<Retry>,
 }
 
 struct Connection {
@@ -63,9 +63,9 @@ struct Connection {
 }
 
 /// After a failed connect, when the next attempt may run.
-struct Backoff {
-    /// Dropped with the backoff on a success: the next failure waits the first delay.
-    reconnect: Reconnect,
+struct Retry {
+    /// Dropped on a success: the next failure waits the first delay.
+    backoff: Backoff,
     retry_at: Instant,
     error: String,
 }
@@ -226,10 +226,10 @@ impl PubSub {
         {
             return Ok((conn.generation, conn.sink.clone()));
         }
-        if let Some(backoff) = &control.backoff
-            && Instant::now() < backoff.retry_at
+        if let Some(retry) = &control.retry
+            && Instant::now() < retry.retry_at
         {
-            return Err(StoreError::Backend(backoff.error.clone()));
+            return Err(StoreError::Backend(retry.error.clone()));
         }
         self.connect_now(control).await
     }
@@ -251,7 +251,7 @@ impl PubSub {
                 return Err(self.failed(control, error));
             }
         };
-        control.backoff = None;
+        control.retry = None;
         control.generations += 1;
         let generation = control.generations;
         let (sink, stream) = pubsub.split();
@@ -274,14 +274,14 @@ impl PubSub {
     }
 
     fn failed(&self, control: &mut Control, error: StoreError) -> StoreError {
-        let mut reconnect = control.backoff.take().map_or_else(
-            || Reconnect::new(MIN_BACKOFF, MAX_BACKOFF),
-            |backoff| backoff.reconnect,
+        let mut backoff = control.retry.take().map_or_else(
+            || Backoff::doubling(MIN_BACKOFF, MAX_BACKOFF),
+            |retry| retry.backoff,
         );
-        let delay = reconnect.next_delay();
+        let delay = backoff.next_delay().unwrap_or(MAX_BACKOFF);
         tracing::warn!(error = %error, retry_in = ?delay, "redis pub/sub connection failed");
-        control.backoff = Some(Backoff {
-            reconnect,
+        control.retry = Some(Retry {
+            backoff,
             retry_at: Instant::now() + delay,
             error: error.to_string(),
         });

@@ -1,0 +1,171 @@
+//! Webhook delivery: every committed task event goes to the task's push configs, read
+//! live at delivery time, one event after another per task (parallel across tasks),
+//! never inline with the producer.
+//!
+//! - [`feed`]: what wakes deliveries: the bus's events, a periodic sweep, a restart.
+//! - [`chains`]: one chain of delivery jobs per task, which keeps its events in order,
+//!   and the catch-up that brings each config's durable cursor up to the task's log.
+//! - [`request`]: an event's body per protocol version, and the signed headers.
+//! - [`delivery`]: one event to one config: attempts, retries on the workspace's
+//!   backoff (or after `Retry-After`), no redirects, only allowed addresses.
+//! - [`dead_letters`]: deliveries that failed for good, kept for an operator to re-drive.
+
+mod chains;
+mod dead_letters;
+mod delivery;
+mod feed;
+mod request;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use sb_store::{DeadLetterStore, IdMap, PushConfigStore, StoreError, TaskStore};
+use tokio::task::JoinHandle;
+
+use crate::metrics::DeliveryMetrics;
+use crate::ssrf::{AddressPolicy, GuardedResolver};
+
+pub use delivery::FailureReason;
+pub use feed::DISPATCHER_GROUP;
+
+#[derive(Clone, Debug)]
+pub struct DispatcherConfig {
+    /// Waits before each retry (each jittered); their count is the number of retries.
+    pub retry_delays: Vec<Duration>,
+    pub attempt_timeout: Duration,
+    pub policy: Arc<AddressPolicy>,
+    /// Per agent: the key that signs its webhooks (Standard Webhooks `webhook-signature`).
+    pub signing_secrets: HashMap<String, Vec<u8>>,
+    pub metrics: Arc<DeliveryMetrics>,
+    /// How often every task with a push config is checked for deliveries owed, whatever
+    /// the bus said. The bus is the fast path; this catches what it cannot see, such as
+    /// an event committed while its task's config was being created (read at seq N,
+    /// stored after N+1 was published): without it, the last events of a task that then
+    /// finishes would never be sent.
+    pub sweep_every: Duration,
+}
+
+/// [`DispatcherConfig::sweep_every`] by default: a safety net, so rare, not a poll.
+pub const DEFAULT_SWEEP: Duration = Duration::from_secs(30);
+
+impl Default for DispatcherConfig {
+    fn default() -> Self {
+        DispatcherConfig {
+            retry_delays: vec![
+                Duration::from_secs(1),
+                Duration::from_secs(3),
+                Duration::from_secs(9),
+            ],
+            attempt_timeout: Duration::from_secs(10),
+            policy: Arc::new(AddressPolicy::default()),
+            signing_secrets: HashMap::new(),
+            metrics: Arc::default(),
+            sweep_every: DEFAULT_SWEEP,
+        }
+    }
+}
+
+/// What keeps the dispatcher from doing what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error("cannot build the webhook HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("the delivery store is unavailable: {0}")]
+    Store(#[from] StoreError),
+    /// A dispatcher in another process (the split deployment) could not be asked.
+    #[error("the dispatcher service is unreachable: {0}")]
+    Unreachable(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    configs: Arc<dyn PushConfigStore>,
+    dead: Arc<dyn DeadLetterStore>,
+    tasks: Arc<dyn TaskStore>,
+    client: reqwest::Client,
+    config: DispatcherConfig,
+    /// The last delivery job of each task: the next one waits for it, which keeps each
+    /// task's deliveries in event order.
+    chains: Mutex<IdMap<String, JoinHandle<()>>>,
+}
+
+/// How far one push config's deliveries have come.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryStatus {
+    pub config_id: String,
+    /// The webhook's host (never the full URL: it may carry secrets in its path).
+    pub host: String,
+    /// Every event up to this sequence number was delivered or given up on.
+    pub delivered_through: u64,
+    /// The task's latest event.
+    pub task_seq: u64,
+}
+
+impl Dispatcher {
+    pub fn new(
+        configs: Arc<dyn PushConfigStore>,
+        dead: Arc<dyn DeadLetterStore>,
+        tasks: Arc<dyn TaskStore>,
+        config: DispatcherConfig,
+    ) -> Result<Dispatcher, DispatchError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver::new(config.policy.clone())))
+            .timeout(config.attempt_timeout)
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(DispatchError::Client)?;
+        let inner = Inner {
+            configs,
+            dead,
+            tasks,
+            client,
+            config,
+            chains: Mutex::new(IdMap::default()),
+        };
+        Ok(Dispatcher {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Where each of the task's push configs stands: delivered (or given up) through
+    /// which event, out of how many the task has.
+    pub async fn delivery_status(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<DeliveryStatus>, DispatchError> {
+        let configs = self.inner.configs.list_push_configs(task_id).await?;
+        let task_seq = self
+            .inner
+            .tasks
+            .get(task_id)
+            .await?
+            .map_or(0, |record| record.seq);
+        Ok(configs
+            .into_iter()
+            .map(|record| DeliveryStatus {
+                config_id: record.config.id.clone().unwrap_or_default(),
+                host: host_of(&record.config.url),
+                delivered_through: record.from_seq,
+                task_seq,
+            })
+            .collect())
+    }
+}
+
+/// A webhook URL's host, for logs and operators (never the whole URL: its path may carry
+/// secrets).
+fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default()
+}
