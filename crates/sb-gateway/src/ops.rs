@@ -185,8 +185,11 @@ impl Sent {
     }
 }
 
-/// SendMessage: non-blocking returns the task as created; blocking waits until the task
-/// is terminal or interrupted (spec §3.2.2), or until the agent's turn is over.
+/// SendMessage: non-blocking returns the task as created. Blocking, in 1.0, waits until
+/// the task is terminal or interrupted (spec §3.2.2), at most [`BLOCKING_WAIT`], then
+/// answers with the task as it stands. A 0.3 blocking `message/send` answers with the
+/// task "after processing the message" (0.3 §7.1): once the agent's turn is over, which
+/// is what the 0.3 reference SDKs do and what the 0.3 TCK's tests of open tasks rely on.
 pub async fn send(
     state: &AppState,
     scope: &Scope,
@@ -195,9 +198,13 @@ pub async fn send(
 ) -> Result<Sent, A2AError> {
     let limit = history_limit(req.history_length());
     let wait = (!req.returns_immediately()).then_some(BLOCKING_WAIT);
+    let deadline = (version == Version::V1_0).then(|| tokio::time::Instant::now() + BLOCKING_WAIT);
     let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
         Started::Turn(record, turn) => (*record, turn),
-        Started::Settled(record) => return Ok(Sent::Task { record, limit }),
+        Started::Settled(record) => {
+            let record = until_task_settles(state, scope, record, deadline).await?;
+            return Ok(Sent::Task { record, limit });
+        }
         Started::Reply(message) => return Ok(Sent::Message(*message)),
     };
     let Some(wait) = wait else {
@@ -207,7 +214,32 @@ pub async fn send(
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
     let record = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
+    let record = until_task_settles(state, scope, record, deadline).await?;
     Ok(Sent::Task { record, limit })
+}
+
+/// The task once it is terminal or interrupted, or as it stands at `deadline` (with no
+/// deadline, as it is). A turn's end is not its task's: an agent may end its turn and
+/// keep the task working (`Reporter::keep_open`), and a 1.0 blocking send answers only
+/// when the task settles.
+async fn until_task_settles(
+    state: &AppState,
+    scope: &Scope,
+    record: Arc<TaskRecord>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Arc<TaskRecord>, A2AError> {
+    let Some(deadline) = deadline else {
+        return Ok(record);
+    };
+    if record.state().is_terminal() || record.state().is_interrupted() {
+        return Ok(record);
+    }
+    let mut events = until_end(frames_after(state, &record.task.id, record.seq));
+    let follow = async { while events.next().await.is_some() {} };
+    // Run out or not, the answer is the task as stored now.
+    let _ = tokio::time::timeout_at(deadline, follow).await;
+    drop(events);
+    state.tasks.get(scope, &record.task.id).await.map(Arc::new)
 }
 
 /// SendStreamingMessage: the task snapshot first, then its events until it ends or waits.

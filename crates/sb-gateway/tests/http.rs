@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -70,7 +71,8 @@ fn app_with(
         push: Arc::new(LocalPushConfigs::new(
             store,
             tasks.clone(),
-            Arc::new(sb_webhooks::AddressPolicy::default()),
+            // Webhooks to a literal loopback address: a host name would have to resolve.
+            Arc::new(sb_webhooks::AddressPolicy::parse("127.0.0.1/32").expect("a valid policy")),
         )),
         registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
         runner: runner(AgentHost::new(agents, tasks, bus)),
@@ -371,7 +373,7 @@ async fn v03_push_config_without_id_is_the_default() {
         "/a2a",
         None,
         "tasks/pushNotificationConfig/set",
-        json!({"taskId": task_id, "pushNotificationConfig": {"url": "https://example.com/hook"}}),
+        json!({"taskId": task_id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}),
     )
     .await;
     assert_eq!(
@@ -388,7 +390,7 @@ async fn v03_push_config_without_id_is_the_default() {
     .await;
     assert_eq!(
         got["result"]["pushNotificationConfig"]["url"],
-        "https://example.com/hook"
+        "http://127.0.0.1:9/hook"
     );
     let part_without_kind = json!({"message": {"kind": "message", "messageId": "p-2", "role": "user", "parts": [{"type": "weird", "text": "x"}]}});
     let rejected = rpc(&app, "/a2a", None, "message/send", part_without_kind).await;
@@ -732,7 +734,7 @@ async fn principals_only_see_their_own_tasks() {
         ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
         (
             "CreateTaskPushNotificationConfig",
-            json!({"taskId": id, "url": "https://example.com/h"}),
+            json!({"taskId": id, "url": "http://127.0.0.1:9/h"}),
         ),
         (
             "SendMessage",
@@ -796,7 +798,7 @@ async fn open_streams_per_principal_are_limited() {
             "/agents/conformance/a2a",
             Some("1.0"),
             "SendMessage",
-            json!({"message": user_message(&format!("ff-{i}"), "x")}),
+            json!({"message": user_message(&format!("ff-{i}"), "x"), "configuration": {"returnImmediately": true}}),
         )
         .await;
         task_ids.push(v["result"]["task"]["id"].as_str().unwrap().to_owned());
@@ -837,4 +839,96 @@ async fn open_streams_per_principal_are_limited() {
         StatusCode::OK,
         "a closed stream frees its slot"
     );
+}
+
+/// A 1.0 blocking send answers when its task is terminal or interrupted, not when the
+/// agent's turn ends: the conformance agent ends the turn of a message it does not know
+/// with its task still working, and each 1.0 binding's blocking send answers only once the
+/// task is canceled. (A 0.3 `message/send` answers at the turn's end: see
+/// `a_blocking_0_3_send_answers_when_the_turn_is_over`.)
+#[tokio::test]
+async fn a_blocking_send_waits_for_the_task_not_the_turn() {
+    let app = app();
+    let message = |context: &str| json!({"messageId": format!("keep-{context}"), "role": "ROLE_USER", "contextId": context, "parts": [{"text": "work on"}]});
+    let sends = [
+        (
+            "jsonrpc-1.0",
+            post(
+                "/agents/conformance/a2a",
+                Some("1.0"),
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("jsonrpc-1.0")}}).to_string(),
+            ),
+        ),
+        (
+            "rest-1.0",
+            post(
+                "/agents/conformance/message:send",
+                Some("1.0"),
+                &json!({"message": message("rest-1.0")}).to_string(),
+            ),
+        ),
+    ];
+    for (context, send) in sends {
+        let sender = app.clone();
+        let pending = tokio::spawn(async move { call(&sender, send).await });
+        let mut task_id = None;
+        for _ in 0..300 {
+            let listed = rpc(
+                &app,
+                "/agents/conformance/a2a",
+                Some("1.0"),
+                "ListTasks",
+                json!({"contextId": context, "status": "TASK_STATE_WORKING"}),
+            )
+            .await;
+            if let Some(id) = listed["result"]["tasks"][0]["id"].as_str() {
+                task_id = Some(id.to_owned());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let task_id = task_id.unwrap_or_else(|| panic!("{context}: no working task"));
+        // The turn is long over; the task is not.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            !pending.is_finished(),
+            "{context}: answered while the task was working"
+        );
+        let canceled = rpc(
+            &app,
+            "/agents/conformance/a2a",
+            Some("1.0"),
+            "CancelTask",
+            json!({"id": task_id}),
+        )
+        .await;
+        assert_eq!(canceled["result"]["status"]["state"], "TASK_STATE_CANCELED");
+        let (status, _, text) = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .unwrap_or_else(|_| panic!("{context}: no answer after the task ended"))
+            .unwrap();
+        assert_eq!(status, StatusCode::OK, "{context}: {text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        let state = match context {
+            "jsonrpc-1.0" => &answer["result"]["task"]["status"]["state"],
+            _ => &answer["task"]["status"]["state"],
+        };
+        assert_eq!(state, "TASK_STATE_CANCELED", "{context}: {text}");
+    }
+}
+
+/// A 0.3 blocking `message/send` answers with the task "after processing the message"
+/// (0.3 §7.1): when the agent's turn is over, with the task still working (the 0.3 TCK's
+/// tests of open tasks send blocking messages and expect a working task back).
+#[tokio::test]
+async fn a_blocking_0_3_send_answers_when_the_turn_is_over() {
+    let app = app();
+    let send = json!({"message": {"kind": "message", "messageId": "keep-0.3", "role": "user", "parts": [{"kind": "text", "text": "work on"}]}});
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        rpc(&app, "/agents/conformance/a2a", None, "message/send", send),
+    )
+    .await
+    .expect("a 0.3 blocking send answers at the turn's end");
+    assert_eq!(answer["result"]["status"]["state"], "working", "{answer}");
 }
