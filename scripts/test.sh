@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
 # The whole test suite: format, lints, unit/integration tests, then the interop suite
-# (official Python and JS A2A clients) against a freshly started switchboard.
+# (official Python and JS A2A clients) against a freshly started switchboard, the README's
+# tour, the split deployment, the Python worker and the benchmark harness's smoke mode.
+#
+#   bash scripts/test.sh           # everything (what CI runs)
+#   bash scripts/test.sh --quick   # the inner loop: the workspace's unit and integration
+#                                  # tests, without the cluster, interop and bench stages
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+ensure_redis() {
+  echo "== redis-server (the Redis backend's tests start their own servers from it)"
+  if ! command -v redis-server >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq redis-server
+  fi
+  redis-server --version
+}
+
+if [ "${1:-}" = "--quick" ]; then
+  ensure_redis
+  # Every test target of the binary's crate but the cluster's (processes, Redis, kill -9).
+  targets=()
+  for t in crates/switchboard/tests/*.rs; do
+    name=$(basename "$t" .rs)
+    [ "$name" = cluster ] || targets+=(--test "$name")
+  done
+  cargo test --workspace --exclude switchboard --locked
+  cargo test -p switchboard --locked --lib --bins "${targets[@]}"
+  exit 0
+fi
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== redis-server (the Redis backend's tests start their own servers from it)"
-if ! command -v redis-server >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq redis-server
-fi
-redis-server --version
+ensure_redis
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
@@ -31,6 +53,12 @@ data_dir=$(mktemp -d)
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
+
+echo "== the README's tour, as written, against the same server"
+# shellcheck source=lib/pyvenv.sh
+. scripts/lib/pyvenv.sh
+ensure_venv "${XDG_CACHE_HOME:-$HOME/.cache}/switchboard-interop/venv" tests/interop/python/requirements.txt
+SWITCHBOARD_URL="http://127.0.0.1:$port" "$PYVENV_PYTHON" tests/readme/tour.py 2>&1 | tee target/readme-tour.log
 
 echo "== interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
 cluster_dir=$(mktemp -d)
@@ -48,19 +76,20 @@ echo "== benchmark harness, smoke mode (a few seconds per scenario: proves it ru
 bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
-# "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's "N passed, M failed".
+# "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
+# "N passed, M failed".
 python3 - <<'PY'
 import re
 cargo = open("target/cargo-test.log").read()
 interop = open("target/interop.log").read()
-worker = open("target/python-worker.log").read()
+worker = open("target/python-worker.log").read() + open("target/readme-tour.log").read()
 passed = sum(int(n) for n in re.findall(r"test result: \w+\. (\d+) passed", cargo))
 failed = sum(int(n) for n in re.findall(r"(\d+) failed;", cargo))
 passed += sum(int(n) for n in re.findall(r"=+ (\d+) passed", interop))
 failed += sum(int(n) for n in re.findall(r"=+ .*?(\d+) failed", interop))
 passed += sum(int(n) for n in re.findall(r"^ℹ pass (\d+)", interop, re.M))
 failed += sum(int(n) for n in re.findall(r"^ℹ fail (\d+)", interop, re.M))
-for n, m in re.findall(r"python-worker: (\d+) passed, (\d+) failed", worker):
+for n, m in re.findall(r"(?:python-worker|readme-tour): (\d+) passed, (\d+) failed", worker):
     passed, failed = passed + int(n), failed + int(m)
 print(f"{passed} passed, {failed} failed")
 PY
