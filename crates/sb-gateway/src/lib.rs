@@ -5,6 +5,7 @@
 //! # Layout
 //! - [`router`]: the axum router; all A2A paths go through one dispatcher that picks the
 //!   agent, then the card, JSON-RPC or REST handler.
+//! - [`binding`]: which HTTP binding a request is for, read once from method and path.
 //! - [`ops`]: the operations, independent of binding and version.
 //! - [`jsonrpc`], [`rest`]: the two HTTP bindings, decoding and encoding per dialect.
 //! - [`grpc`]: the gRPC binding, a tonic service over the same operations and state.
@@ -15,6 +16,7 @@
 //! from the services behind the traits in [`AppState`].
 
 pub mod auth;
+pub mod binding;
 pub mod cards;
 pub mod grpc;
 pub mod jsonrpc;
@@ -33,6 +35,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::get;
+use binding::Binding;
 use sb_agent::TurnRunner;
 use sb_fanout::Fanout;
 use sb_protocol::{A2AError, ErrorKind, Version};
@@ -166,33 +169,23 @@ async fn dispatch(State(state): State<AppState>, request: axum::extract::Request
         headers,
         ..
     } = parts;
-    let path = uri.path().trim_end_matches('/');
-    let binding = if path.ends_with("/.well-known/agent-card.json")
-        || path.ends_with("/.well-known/agent.json")
-    {
-        "card"
-    } else if method == Method::POST
-        && (path.is_empty()
-            || path.ends_with("/a2a")
-            || path.split('/').count() == 3 && path.starts_with("/agents/"))
-    {
-        "jsonrpc"
-    } else {
-        "rest"
-    };
+    let binding = Binding::of(&method, uri.path());
     let metrics = state.metrics.clone();
     // The root of a task's trace, or a child of the caller's (`traceparent`).
-    let span = tracing::info_span!("a2a_request", binding, method = %method, path = %uri.path());
+    let span = tracing::info_span!("a2a_request", binding = binding.label(), method = %method, path = %uri.path());
     sb_telemetry::extract(&span, &headers);
-    let response =
-        tracing::Instrument::instrument(route_request(state, method, uri, headers, body), span)
-            .await;
-    metrics.request(binding, response.extensions().get::<metrics::Tagged>());
+    let routed = route_request(state, binding, method, uri, headers, body);
+    let response = tracing::Instrument::instrument(routed, span).await;
+    metrics.request(
+        binding.label(),
+        response.extensions().get::<metrics::Tagged>(),
+    );
     response
 }
 
 async fn route_request(
     state: AppState,
+    binding: Binding,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -209,7 +202,7 @@ async fn route_request(
             ),
         );
         // JSON-RPC callers get a JSON-RPC error, REST callers a Status body.
-        let body = if path.ends_with("/a2a") || path.ends_with("/a2a/") || path == "/" {
+        let body = if binding == Binding::JsonRpc {
             json!({"jsonrpc": "2.0", "id": null, "error": err.jsonrpc_error(Version::V1_0)})
         } else {
             err.rest_body(Version::V1_0)
@@ -244,18 +237,13 @@ async fn route_request(
         state.registry.card(&agent)
     };
     // Cards are public (spec §8): no authentication.
-    if req.method == Method::GET
-        && matches!(
-            rest.as_slice(),
-            [".well-known", "agent-card.json" | "agent.json"]
-        )
-    {
+    if binding == Binding::Card && req.method == Method::GET {
         return match card {
             Some(entry) => metrics::tag(cards::respond(entry, &req.headers), "GetAgentCard", "ok"),
             None => not_found(&path),
         };
     }
-    let is_jsonrpc = req.method == Method::POST && matches!(rest.as_slice(), ["a2a"] | []);
+    let is_jsonrpc = binding == Binding::JsonRpc;
     let caller = match state.auth.get(&agent).map(|a| a.authenticate(&req.headers)) {
         None => auth::Caller::Anonymous,
         Some(Ok(caller)) => caller,
