@@ -8,7 +8,11 @@
 //!   compare-and-set retries and publishes each committed event on the bus.
 //! - [`cursor`]: opaque ListTasks page tokens.
 //! - [`inflight`]: open tasks per principal, for the in-flight limit.
-//! - [`deadlines`]: input and stall timeouts, and eviction of finished tasks after a TTL.
+//! - [`deadlines`]: the [`DeadlineKeeper`], which follows the bus; its parts:
+//!   - `deadlines/timeouts.rs`: input and stall timeouts of running tasks, and what
+//!     fires when one passes;
+//!   - `deadlines/timers.rs`: the heap those timeouts wait in, one timer per running task;
+//!   - `deadlines/retention.rs`: eviction of finished tasks after a TTL.
 //!
 //! Every mutation is read → transition → conditional write on the task's sequence
 //! number; a lost race re-reads and re-checks, so a cancel racing a completion can never
@@ -22,4 +26,7 @@ pub mod service;
 
 pub use deadlines::{DeadlineConfig, DeadlineKeeper};
 pub use lifecycle::TaskUpdate;
-pub use service::*;
+pub use service::{
+    DEFAULT_MAX_TASKS_IN_FLIGHT, LocalTaskService, NewTask, Scope, TaskListing, TaskResult,
+    TaskService,
+};
