@@ -32,18 +32,10 @@ pub fn malformed(what: &str, err: &serde_json::Error) -> A2AError {
 }
 
 /// The A2A error a failed internal call carries, as a status whose details hold the
-/// error's JSON (so the edge answers exactly as an in-process call would).
+/// error's JSON (so the edge answers exactly as an in-process call would). Its code is
+/// the public binding's, from the one mapping in `sb_a2a_grpc::status`.
 pub fn status_from(err: A2AError) -> tonic::Status {
-    let code = match err.kind {
-        ErrorKind::TaskNotFound | ErrorKind::MethodNotFound => tonic::Code::NotFound,
-        ErrorKind::Internal | ErrorKind::InvalidAgentResponse => tonic::Code::Internal,
-        ErrorKind::ResourceExhausted => tonic::Code::ResourceExhausted,
-        ErrorKind::Unauthenticated => tonic::Code::Unauthenticated,
-        ErrorKind::TaskNotCancelable
-        | ErrorKind::UnsupportedOperation
-        | ErrorKind::PushNotificationNotSupported => tonic::Code::FailedPrecondition,
-        _ => tonic::Code::InvalidArgument,
-    };
+    let code = sb_a2a_grpc::status::code(err.kind);
     let details = to_json(&err);
     tonic::Status::with_details(code, err.message, details.into())
 }
