@@ -128,7 +128,7 @@ impl Reporter {
     }
 
     /// A reporter for a task not stored yet: its first commit creates the task from
-    /// `draft` (see [`crate::AgentHost::start`]); `created` hears how that went.
+    /// `draft` (see [`crate::AgentHost::create_with_first_reports`]); `created` hears how that went.
     pub(crate) fn creating(
         tasks: Arc<dyn TaskService>,
         draft: TaskRecord,
@@ -209,10 +209,11 @@ impl Reporter {
         Ok(task)
     }
 
-    /// Whether the turn needs no settling: the agent ended it with a final or waiting
-    /// state, or kept the task open on purpose. Settling such a turn would race the
-    /// client's next message (a resumed task is working again, but not this turn's).
-    pub fn settled_by_agent(&self) -> bool {
+    /// Whether the agent chose where its task stands after this turn: it ended the turn
+    /// with a final or waiting state, or kept the task open on purpose. Failing such a
+    /// task would race the client's next message (a resumed task is working again, but
+    /// not this turn's).
+    pub fn chose_task_state(&self) -> bool {
         self.ended.load(Ordering::SeqCst) || self.is_kept_open()
     }
 

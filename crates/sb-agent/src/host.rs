@@ -12,22 +12,22 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::*;
+use crate::api::{Agent, Reporter, TaskContext};
+use crate::turn::{fail_unsettled, run_turn};
 
-/// How long a canceled agent may take to notice before its run is dropped.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-/// A task created and its first turn started (see [`AgentHost::launch`]).
-pub(crate) struct Launched<K> {
+/// A task created and its first turn started (see
+/// [`AgentHost::create_with_first_reports`]).
+#[derive(Debug)]
+pub struct Launched<K> {
     /// What the caller kept of the task as created (submitted, its first message in
     /// its history).
-    pub(crate) submitted: K,
+    pub submitted: K,
     /// The task as the creation's commit stored it, with the agent's first reports;
     /// `None` when the task was created before its agent started (a task service that
     /// cannot draft).
-    pub(crate) first_round: Option<Arc<TaskRecord>>,
+    pub first_round: Option<Arc<TaskRecord>>,
     /// Resolves when the turn is over (see [`TurnSignal`]).
-    pub(crate) turn: TurnSignal,
+    pub turn: TurnSignal,
 }
 
 /// Resolves when a turn is over: with an error when the turn's end could not be stored
@@ -61,6 +61,11 @@ impl AgentHost {
         self.agents.get(name)
     }
 
+    /// The task service the hosted agents report to.
+    pub fn tasks(&self) -> &dyn TaskService {
+        &*self.tasks
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.agents.keys().map(String::as_str)
     }
@@ -69,7 +74,7 @@ impl AgentHost {
     /// receiver resolves when the turn is over (whatever state the task is in then) or,
     /// sooner, once the task has ended (an agent that is slow to stop after a
     /// cancellation does not hold up whoever waits).
-    pub fn dispatch(&self, record: &TaskRecord, message: Message) -> TurnSignal {
+    pub fn spawn_turn(&self, record: &TaskRecord, message: Message) -> TurnSignal {
         let reporter = Reporter::new(self.tasks.clone(), record.task.id.clone());
         self.run(&record.agent, record.task.clone(), message, reporter)
             .0
@@ -78,26 +83,20 @@ impl AgentHost {
     /// Creates a task for `new` and starts its first turn, with the agent running while
     /// the creation is on its way to the store: the creation is committed together with
     /// what the agent reports first (for the echo agent, everything), one durable write
-    /// instead of two. Returns the task as created (submitted) once that is durable, or
-    /// why it could not be created (the agent is then canceled, and its reports are
-    /// refused). Where the task service cannot draft tasks, creates, then dispatches.
-    pub async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnSignal), A2AError> {
-        let launched = self.launch(new, TaskRecord::clone).await?;
-        Ok((launched.submitted, launched.turn))
-    }
-
-    /// [`AgentHost::start`], with the task as the creation's commit left it. `keep` takes
-    /// what the caller needs of the task as created (a copy, or nothing: a blocking
-    /// send answers with the task as the turn leaves it, and copying the draft for it
-    /// was ~1% of the CPU of such a send).
-    pub(crate) async fn launch<K>(
+    /// instead of two. Returns, once that is durable, what `keep` takes of the task as
+    /// created (a copy, or only its id: a blocking send answers with the task as the
+    /// turn leaves it and needs no copy of the draft), the task as the commit left it,
+    /// and the turn's end; or why it could not be created (the agent is then canceled,
+    /// and its reports are refused). Where the task service cannot draft tasks, creates,
+    /// then starts the turn.
+    pub async fn create_with_first_reports<K>(
         &self,
         new: NewTask,
         keep: impl FnOnce(&TaskRecord) -> K,
     ) -> Result<Launched<K>, A2AError> {
         if !self.tasks.can_draft() || !self.agents.contains_key(&new.scope.agent) {
             let submitted = self.tasks.create(new).await?;
-            let turn = self.dispatch(&submitted, first_message(&submitted)?);
+            let turn = self.spawn_turn(&submitted, first_message(&submitted)?);
             return Ok(Launched {
                 submitted: keep(&submitted),
                 first_round: None,
@@ -152,7 +151,6 @@ impl AgentHost {
             message: Box::new(message),
             cancel: cancel.clone(),
         };
-        let kept_open = reporter.clone();
         let tasks = self.tasks.clone();
         let run_cancel = cancel.clone();
         self.runs.spawn(async move {
@@ -160,48 +158,35 @@ impl AgentHost {
             let watch = match bus.subscribe(&task_id).await {
                 Ok(watch) => watch,
                 Err(e) => {
-                    let reason = AgentError(format!("cannot watch the task: {e}"));
-                    let _ = turn_over.send(settle(&*tasks, &task_id, Some(Err(reason))).await);
+                    let reason = format!("the agent failed: cannot watch the task: {e}");
+                    let _ = turn_over.send(fail_unsettled(&*tasks, &task_id, reason).await);
                     return;
                 }
             };
+            let judge = reporter.clone();
             let mut turn_over = Some(turn_over);
-            // The watch runs inside the run, not as a task of its own: one task per turn,
-            // and a held run costs one future less.
-            // Biased, the agent first: its own final report also ends the task, and the
-            // commit wakes this run for the task's end before the agent hears its report
-            // is durable; polled in random order, the end was often taken first, canceling
-            // a finished agent and arming the grace timer (a timer registration, a wake of
-            // the I/O driver) for nothing.
-            let outcome = tokio::select! {
-                biased;
-                result = agent.execute(ctx, reporter) => Some(result),
-                () = async {
-                    tokio::select! {
-                        () = cancel_when_finished(watch, &run_cancel) => {
-                            // The task has ended (canceled, most likely): whoever waits
-                            // for the turn need not wait for the agent to notice.
-                            if let Some(over) = turn_over.take() {
-                                let _ = over.send(Ok(()));
-                            }
+            // The watch runs inside the run, not as a task of its own: one task per turn.
+            let stop = async {
+                tokio::select! {
+                    () = cancel_when_finished(watch) => {
+                        // The task has ended (canceled, most likely): whoever waits for
+                        // the turn need not wait for the agent to notice.
+                        if let Some(over) = turn_over.take() {
+                            let _ = over.send(Ok(()));
                         }
-                        () = run_cancel.cancelled() => {}
                     }
-                    tokio::time::sleep(CANCEL_GRACE).await;
-                } => None,
+                    () = run_cancel.cancelled() => {}
+                }
             };
-            // What the agent reported must be durable, or refused, before its turn is judged.
-            let outcome = match outcome {
-                Some(Ok(())) => Some(kept_open.flush().await.map_err(AgentError::from)),
-                other => other,
-            };
-            let settled = kept_open.settled_by_agent() && matches!(outcome, Some(Ok(())));
-            let mut end = Ok(());
-            if !settled && !kept_open.never_created() {
-                end = settle(&*tasks, &task_id, outcome).await;
+            let end = run_turn(&*agent, ctx, reporter, stop).await;
+            let mut outcome = Ok(());
+            if let Some(reason) = end.failure_reason()
+                && !judge.never_created()
+            {
+                outcome = fail_unsettled(&*tasks, &task_id, reason).await;
             }
             if let Some(over) = turn_over {
-                let _ = over.send(end);
+                let _ = over.send(outcome);
             }
         });
         (turn, cancel)
@@ -224,57 +209,17 @@ pub(crate) fn first_message(record: &TaskRecord) -> Result<Message, A2AError> {
         .ok_or_else(|| A2AError::internal("a new task has no message"))
 }
 
-/// Cancels the run when the task reaches a terminal state it did not set itself
-/// (a client's cancel, a deadline): the agent sees `ctx.cancel` fire. Never returns if
-/// the bus closes first (the process is stopping and the run is drained).
-async fn cancel_when_finished(
-    mut watch: broadcast::Receiver<sb_store::StoredEvent>,
-    cancel: &CancellationToken,
-) {
+/// Resolves when the task reaches a terminal state (a client's cancel, a deadline, or
+/// the agent's own final report), which stops the turn. Never resolves if the bus closes
+/// first (the process is stopping and the run is drained).
+async fn cancel_when_finished(mut watch: broadcast::Receiver<sb_store::StoredEvent>) {
     loop {
         match watch.recv().await {
-            Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => break,
+            Ok(event) if event.event.state().is_some_and(TaskState::is_terminal) => return,
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
             Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
         }
     }
-    cancel.cancel();
-}
-
-/// After a run: a task the agent left submitted or working is failed with the reason,
-/// so no task stays silently stuck. An error when that failure could not be stored
-/// either: the task is left as it was stored before, which is not how the turn ended.
-async fn settle(
-    tasks: &dyn TaskService,
-    task_id: &str,
-    outcome: Option<Result<(), AgentError>>,
-) -> Result<(), A2AError> {
-    let reason = match outcome {
-        None => "the agent did not stop after cancellation".to_owned(),
-        Some(Err(e)) => format!("the agent failed: {e}"),
-        Some(Ok(())) => {
-            "the agent ended its turn without completing, failing or asking for input".to_owned()
-        }
-    };
-    let update = sb_tasks::TaskUpdate::Status {
-        state: TaskState::Failed,
-        message: Some(Message::agent_text(reason.clone())),
-    };
-    let running = [TaskState::Submitted, TaskState::Working];
-    match tasks.update_if(task_id, &running, update).await {
-        Ok(Some(_)) => tracing::warn!(task_id, reason, "agent run ended without a final state"),
-        Ok(None) => {}
-        Err(e) => {
-            tracing::error!(task_id, error = %e, "could not settle an agent run");
-            return Err(A2AError::internal(format!(
-                "task {task_id}'s turn ended ({reason}) but the task could not be updated: \
-                 {}; it stays as last stored",
-                e.message
-            ))
-            .with_task(task_id));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -286,8 +231,10 @@ mod tests {
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 
     use super::*;
+    use crate::api::{AgentDescriptor, AgentError, StoredTask};
     use crate::builtin::EchoAgent;
     use crate::testing::CountingStore;
+    use crate::turn::CANCEL_GRACE;
 
     fn scope() -> Scope {
         Scope {
@@ -307,6 +254,14 @@ mod tests {
         }
     }
 
+    /// A task created with its first turn started, the turn's end as the host signals it.
+    async fn start(host: &AgentHost, new: NewTask) -> Result<(TaskRecord, TurnSignal), A2AError> {
+        let launched = host
+            .create_with_first_reports(new, TaskRecord::clone)
+            .await?;
+        Ok((launched.submitted, launched.turn))
+    }
+
     /// A host of `agent` as "a" over a counting store.
     fn host_of(agent: Arc<dyn Agent>) -> (AgentHost, Arc<CountingStore>, Arc<LocalTaskService>) {
         let store = Arc::new(CountingStore::default());
@@ -324,7 +279,7 @@ mod tests {
     #[tokio::test]
     async fn a_task_and_its_agents_first_reports_are_one_commit() {
         let (host, store, tasks) = host_of(Arc::new(EchoAgent));
-        let (created, turn) = host.start(new_task("hi")).await.unwrap();
+        let (created, turn) = start(&host, new_task("hi")).await.unwrap();
         assert_eq!((created.seq, created.state()), (1, TaskState::Submitted));
         turn.await.unwrap().unwrap();
         assert_eq!(store.commits.load(Ordering::SeqCst), 1);
@@ -342,7 +297,7 @@ mod tests {
         use crate::runner::TurnRunner;
         let (host, store, tasks) = host_of(Arc::new(EchoAgent));
         let wait = Duration::from_secs(5);
-        let done = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        let done = host.start_and_wait(new_task("hi"), wait).await;
         let done = done.unwrap();
         assert_eq!((done.seq, done.state()), (4, TaskState::Completed));
         assert_eq!(done.task.artifacts[0].parts[0].as_text(), Some("hi"));
@@ -359,9 +314,9 @@ mod tests {
     async fn an_agent_is_answered_with_the_record_committed_not_a_copy() {
         use crate::runner::TurnRunner;
         let agent = Arc::new(KeepsItsEnd::default());
-        let (host, store, tasks) = host_of(agent.clone());
+        let (host, store, _) = host_of(agent.clone());
         let wait = Duration::from_secs(5);
-        let done = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        let done = host.start_and_wait(new_task("hi"), wait).await;
         assert_eq!(done.unwrap().state(), TaskState::Completed);
         let told = agent
             .0
@@ -376,10 +331,10 @@ mod tests {
     #[tokio::test]
     async fn a_blocking_start_waits_for_a_turn_its_first_commit_did_not_end() {
         use crate::runner::TurnRunner;
-        let (host, store, tasks) = host_of(Arc::new(WaitsForCancel::default()));
+        let (host, store, _) = host_of(Arc::new(WaitsForCancel::default()));
         let wait = Duration::from_millis(300);
         let started = std::time::Instant::now();
-        let held = host.start_and_wait(&*tasks, new_task("hi"), wait).await;
+        let held = host.start_and_wait(new_task("hi"), wait).await;
         assert_eq!(held.unwrap().state(), TaskState::Working);
         assert!(started.elapsed() >= wait, "waited for the turn");
         assert_eq!(
@@ -417,7 +372,7 @@ mod tests {
         // The task's end and the agent's answer wake the run together; taken in random
         // order, about half of these turns saw their own end as a cancellation.
         for _ in 0..30 {
-            let (_, turn) = host.start(new_task("hi")).await.unwrap();
+            let (_, turn) = start(&host, new_task("hi")).await.unwrap();
             turn.await.unwrap().unwrap();
         }
         assert!(!agent.saw_cancel.load(Ordering::SeqCst));
@@ -448,9 +403,7 @@ mod tests {
         use crate::runner::TurnRunner;
         let agent = Arc::new(CompletesWhenTold::default());
         let (host, store, tasks) = host_of(agent.clone());
-        let (created, turn) = TurnRunner::start(&host, &*tasks, new_task("hi"))
-            .await
-            .unwrap();
+        let (created, turn) = TurnRunner::start(&host, new_task("hi")).await.unwrap();
         // The store refuses the completion and then the task's failure: the task stays
         // working as stored, and the waiter must not be answered with that.
         store.failing.store(true, Ordering::SeqCst);
@@ -493,7 +446,7 @@ mod tests {
     async fn a_refused_report_in_the_first_burst_still_creates_the_task() {
         let agent = Arc::new(CompletesThenWorks::default());
         let (host, _store, tasks) = host_of(agent.clone());
-        let (created, turn) = host.start(new_task("hi")).await.unwrap();
+        let (created, turn) = start(&host, new_task("hi")).await.unwrap();
         turn.await.unwrap().unwrap();
         use TaskState::*;
         let expected = [Some(Submitted), Some(Working), Some(Completed)];
@@ -511,7 +464,7 @@ mod tests {
         let agent = Arc::new(WaitsForCancel::default());
         let (host, store, tasks) = host_of(agent.clone());
         store.failing.store(true, Ordering::SeqCst);
-        let err = host.start(new_task("hi")).await.unwrap_err();
+        let err = start(&host, new_task("hi")).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Internal, "{err:?}");
         assert!(err.retryable);
         // The agent was told, and nothing tries to settle a task that does not exist.
@@ -527,7 +480,7 @@ mod tests {
         assert_eq!(listed.total, 0);
         store.failing.store(false, Ordering::SeqCst);
         assert!(
-            host.start(new_task("again")).await.is_ok(),
+            start(&host, new_task("again")).await.is_ok(),
             "its open-task slot was freed"
         );
     }
@@ -577,7 +530,7 @@ mod tests {
     /// Creates a task, starts its turn and waits until the agent reports working.
     async fn working_turn(host: &AgentHost, tasks: &LocalTaskService) -> (TaskRecord, TurnSignal) {
         let record = tasks.create(new_task("go")).await.unwrap();
-        let turn = host.dispatch(&record, first_message(&record).unwrap());
+        let turn = host.spawn_turn(&record, first_message(&record).unwrap());
         let working = async {
             while tasks.get(&scope(), &record.task.id).await.unwrap().state() != TaskState::Working
             {

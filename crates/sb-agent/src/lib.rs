@@ -11,7 +11,10 @@
 //! - [`host`]: [`AgentHost`], which owns each run (never the HTTP request), watches for
 //!   cancellation and fails runs that end without a final state. A new task's agent
 //!   starts while the task's creation is on its way to the store, so the creation and
-//!   the agent's first reports are one commit ([`AgentHost::start`]).
+//!   the agent's first reports are one commit
+//!   ([`AgentHost::create_with_first_reports`]).
+//! - [`turn`]: one agent turn, wherever it runs ([`turn::run_turn`]), and the one place
+//!   a task its turn left running is failed ([`turn::fail_unsettled`]).
 //! - [`runner`]: [`TurnRunner`], how the edge starts turns wherever agents run.
 //! - [`builtin`]: `echo`, `consolidate`, `conformance` and `bench`.
 
@@ -22,9 +25,10 @@ mod outbox;
 pub mod runner;
 #[cfg(test)]
 mod testing;
+pub mod turn;
 
 pub use api::*;
 /// The attribute an [`Agent`] implementation needs (its `execute` is an async trait method).
 pub use async_trait::async_trait;
 pub use host::AgentHost;
-pub use runner::{TurnOver, TurnRunner, read_until_settled, settle, turn_over_signal};
+pub use runner::{TurnOver, TurnRunner, read_until_settled, task_after_turn, turn_over_signal};

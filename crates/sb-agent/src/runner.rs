@@ -19,8 +19,14 @@ use sb_tasks::{NewTask, TaskService};
 /// refused by the store), so the task as stored is not how the turn left it.
 pub type TurnOver = BoxFuture<'static, Result<Option<Arc<TaskRecord>>, A2AError>>;
 
+/// Where an agent's turns run: in this process ([`crate::AgentHost`]), on remote workers
+/// behind a durable queue, or behind the task-state service's internal API. The gateway's
+/// send operation calls these and nothing else, so a new place to run agents plugs in
+/// here without touching the gateway.
 #[async_trait]
 pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
+    /// The task service this runner creates tasks in and its turns report to.
+    fn tasks(&self) -> &dyn TaskService;
     /// Whether `agent` is served here (other names are not found).
     fn serves(&self, agent: &str) -> bool;
     /// The agent's reply without a task, when it gives one for this message.
@@ -28,15 +34,11 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     /// Starts (or durably queues) a turn of the task's agent for `message`, and how to
     /// know it is over. Dropping the [`TurnOver`] does not stop the turn.
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError>;
-    /// Creates a task through `tasks` and starts its first turn: the task as created
-    /// and the turn's end, as [`TurnRunner::dispatch`]. A runner whose agents run in
-    /// this process may commit the creation together with the agent's first reports.
-    async fn start(
-        &self,
-        tasks: &dyn TaskService,
-        new: NewTask,
-    ) -> Result<(TaskRecord, TurnOver), A2AError> {
-        let record = tasks.create(new).await?;
+    /// Creates a task and starts its first turn: the task as created and the turn's
+    /// end, as [`TurnRunner::dispatch`]. A runner whose agents run in this process may
+    /// commit the creation together with the agent's first reports.
+    async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnOver), A2AError> {
+        let record = self.tasks().create(new).await?;
         let turn = self
             .dispatch(&record, crate::host::first_message(&record)?)
             .await?;
@@ -48,19 +50,18 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     /// internal call answers this in one message instead of two.
     async fn start_and_wait(
         &self,
-        tasks: &dyn TaskService,
         new: NewTask,
         wait: Duration,
     ) -> Result<Arc<TaskRecord>, A2AError> {
         let scope = new.scope.clone();
-        let (record, turn) = self.start(tasks, new).await?;
-        settle(tasks, &scope, &record.task.id, turn, wait).await
+        let (record, turn) = self.start(new).await?;
+        task_after_turn(self.tasks(), &scope, &record.task.id, turn, wait).await
     }
 }
 
 /// Task `task_id` once `turn` is over (or `wait` has run out): as the runner handed it
 /// over, else read from `tasks`.
-pub async fn settle(
+pub async fn task_after_turn(
     tasks: &dyn TaskService,
     scope: &sb_tasks::Scope,
     task_id: &str,
@@ -76,6 +77,10 @@ pub async fn settle(
 
 #[async_trait]
 impl TurnRunner for crate::AgentHost {
+    fn tasks(&self) -> &dyn TaskService {
+        crate::AgentHost::tasks(self)
+    }
+
     fn serves(&self, agent: &str) -> bool {
         self.agent(agent).is_some()
     }
@@ -85,19 +90,15 @@ impl TurnRunner for crate::AgentHost {
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
-        Ok(turn_over_signal(crate::AgentHost::dispatch(
-            self, record, message,
-        )))
+        Ok(turn_over_signal(self.spawn_turn(record, message)))
     }
 
-    /// Through the host's own task service, which its agents report to (the same one
-    /// as `_tasks` where both exist).
-    async fn start(
-        &self,
-        _tasks: &dyn TaskService,
-        new: NewTask,
-    ) -> Result<(TaskRecord, TurnOver), A2AError> {
-        let launched = crate::AgentHost::launch(self, new, TaskRecord::clone).await?;
+    /// The creation committed with the agent's first reports, where the task service
+    /// can draft tasks.
+    async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnOver), A2AError> {
+        let launched = self
+            .create_with_first_reports(new, TaskRecord::clone)
+            .await?;
         Ok((
             launched.submitted,
             first_round_or_turn(launched.first_round, launched.turn),
@@ -107,14 +108,16 @@ impl TurnRunner for crate::AgentHost {
     /// [`TurnRunner::start`] without a copy of the task as created, which nobody reads.
     async fn start_and_wait(
         &self,
-        tasks: &dyn TaskService,
         new: NewTask,
         wait: Duration,
     ) -> Result<Arc<TaskRecord>, A2AError> {
         let scope = new.scope.clone();
-        let launched = crate::AgentHost::launch(self, new, |draft| draft.task.id.clone()).await?;
+        let launched = self
+            .create_with_first_reports(new, |draft| draft.task.id.clone())
+            .await?;
         let turn = first_round_or_turn(launched.first_round, launched.turn);
-        settle(tasks, &scope, &launched.submitted, turn, wait).await
+        let tasks = crate::AgentHost::tasks(self);
+        task_after_turn(tasks, &scope, &launched.submitted, turn, wait).await
     }
 }
 

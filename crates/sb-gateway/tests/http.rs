@@ -451,6 +451,10 @@ struct UnsavedEnds(AgentHost);
 
 #[tonic::async_trait]
 impl TurnRunner for UnsavedEnds {
+    fn tasks(&self) -> &dyn TaskService {
+        TurnRunner::tasks(&self.0)
+    }
+
     fn serves(&self, agent: &str) -> bool {
         TurnRunner::serves(&self.0, agent)
     }
@@ -463,13 +467,9 @@ impl TurnRunner for UnsavedEnds {
         TurnRunner::dispatch(&self.0, record, message).await
     }
 
-    async fn start(
-        &self,
-        tasks: &dyn TaskService,
-        new: NewTask,
-    ) -> Result<(TaskRecord, TurnOver), A2AError> {
+    async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnOver), A2AError> {
         use futures::FutureExt;
-        let (record, turn) = TurnRunner::start(&self.0, tasks, new).await?;
+        let (record, turn) = TurnRunner::start(&self.0, new).await?;
         let task_id = record.task.id.clone();
         let unsaved = async move {
             let _ = turn.await;

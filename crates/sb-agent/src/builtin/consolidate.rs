@@ -459,7 +459,11 @@ mod tests {
             message: from_the_user(&transcripts),
             metadata: None,
         };
-        let (created, turn) = host.start(new).await.unwrap();
+        let launched = host
+            .create_with_first_reports(new, sb_store::TaskRecord::clone)
+            .await
+            .unwrap();
+        let (created, turn) = (launched.submitted, launched.turn);
         turn.await.unwrap().unwrap();
         let id = &created.task.id;
 
@@ -476,7 +480,7 @@ mod tests {
             message: answer.clone(),
         };
         let resumed = tasks.update(id, resume).await.unwrap();
-        host.dispatch(&resumed, answer).await.unwrap().unwrap();
+        host.spawn_turn(&resumed, answer).await.unwrap().unwrap();
         let done = tasks.get(&scope(), id).await.unwrap();
         assert_eq!(done.state(), TaskState::Completed);
         let facts = done.task.artifacts[0].parts[0].as_text().unwrap();

@@ -98,13 +98,10 @@ async fn start_turn(
         .is_some_and(|c| c.task_push_notification_config.is_some());
     if !inline_push {
         if let Some(wait) = wait {
-            let settled = state
-                .runner
-                .start_and_wait(&*state.tasks, new, wait)
-                .await?;
+            let settled = state.runner.start_and_wait(new, wait).await?;
             return Ok(Started::Settled(settled));
         }
-        let (record, turn) = state.runner.start(&*state.tasks, new).await?;
+        let (record, turn) = state.runner.start(new).await?;
         return Ok(Started::Turn(Box::new(record), turn));
     }
     // The push config must exist before the agent reports anything.
@@ -204,7 +201,8 @@ pub async fn send(
     };
     // The turn's end comes as soon as the task has ended, too (a runner's promise): no
     // need to follow the task's events as well.
-    let record = sb_agent::settle(&*state.tasks, scope, &record.task.id, turn, wait).await?;
+    let record =
+        sb_agent::task_after_turn(&*state.tasks, scope, &record.task.id, turn, wait).await?;
     let record = until_task_settles(state, scope, record, deadline).await?;
     Ok(Sent::Task { record, limit })
 }

@@ -260,6 +260,10 @@ impl PushConfigService for TaskStateClient {
 
 #[async_trait]
 impl TurnRunner for TaskStateClient {
+    fn tasks(&self) -> &dyn TaskService {
+        self
+    }
+
     fn serves(&self, agent: &str) -> bool {
         self.local_agents.contains_key(agent)
     }
@@ -289,11 +293,7 @@ impl TurnRunner for TaskStateClient {
     }
 
     /// One call: the task-state service creates the task and queues its turn.
-    async fn start(
-        &self,
-        _tasks: &dyn TaskService,
-        new: NewTask,
-    ) -> Result<(TaskRecord, TurnOver), A2AError> {
+    async fn start(&self, new: NewTask) -> Result<(TaskRecord, TurnOver), A2AError> {
         let mut progress = self
             .raw()
             .start(traced(create_request(&new)))
@@ -308,7 +308,6 @@ impl TurnRunner for TaskStateClient {
     /// One message: the task-state service waits for the turn and streams its end only.
     async fn start_and_wait(
         &self,
-        _tasks: &dyn TaskService,
         new: NewTask,
         wait: Duration,
     ) -> Result<Arc<TaskRecord>, A2AError> {

@@ -243,7 +243,7 @@ impl pb::task_state_server::TaskState for TaskStateServer {
             let wait = Duration::from_millis(request.wait_ms);
             let new = new_task_from(request)?;
             let scope = new.scope.clone();
-            let (record, turn) = self.runner.start(&*self.tasks, new).await?;
+            let (record, turn) = self.runner.start(new).await?;
             if wait.is_zero() {
                 let created = record_pb(&record);
                 return Ok(self.progress(scope, record.task.id, Some(created), turn));
@@ -252,7 +252,7 @@ impl pb::task_state_server::TaskState for TaskStateServer {
             // Only the id is kept while the turn runs: the answer is read anew at its end.
             let task_id = record.task.id;
             let settled = async move {
-                let record = sb_agent::settle(&*tasks, &scope, &task_id, turn, wait).await;
+                let record = sb_agent::task_after_turn(&*tasks, &scope, &task_id, turn, wait).await;
                 Ok(pb::TurnProgress {
                     over: true,
                     record: record.ok().map(|r| record_pb(&r)),

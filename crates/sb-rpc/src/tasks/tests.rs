@@ -69,7 +69,7 @@ fn ask(agent: &str, text: &str) -> NewTask {
 #[tokio::test]
 async fn start_creates_the_task_and_its_end_carries_the_settled_task() {
     let (client, tasks) = serve(100).await;
-    let (created, turn) = client.start(&client, hello()).await.unwrap();
+    let (created, turn) = client.start(hello()).await.unwrap();
     assert_eq!(created.task.history.len(), 1, "the task as created");
     let settled = turn.await.unwrap().expect("the task as the turn left it");
     assert_eq!(settled.task.id, created.task.id);
@@ -102,7 +102,7 @@ async fn a_waiting_start_streams_the_turns_end_alone() {
     assert_eq!(settled.seq, stored.seq);
 
     let settled = client
-        .start_and_wait(&client, hello(), Duration::from_secs(10))
+        .start_and_wait(hello(), Duration::from_secs(10))
         .await
         .unwrap();
     assert_eq!(settled.state(), TaskState::Completed);
@@ -114,7 +114,7 @@ async fn a_waiting_start_answers_when_the_wait_runs_out() {
     let (client, _tasks) = serve(100).await;
     let started = std::time::Instant::now();
     let held = client
-        .start_and_wait(&client, ask("bench", "hold"), Duration::from_millis(300))
+        .start_and_wait(ask("bench", "hold"), Duration::from_millis(300))
         .await
         .unwrap();
     assert_eq!(held.state(), TaskState::Working);
@@ -138,7 +138,7 @@ async fn start_answers_a_refused_creation_with_its_error() {
     let (client, tasks) = serve(1).await;
     // Open, with no turn: it holds the principal's only slot.
     tasks.create(hello()).await.unwrap();
-    let Err(err) = client.start(&client, hello()).await else {
+    let Err(err) = client.start(hello()).await else {
         panic!("the open-task limit refuses a second task");
     };
     assert_eq!(
@@ -147,7 +147,7 @@ async fn start_answers_a_refused_creation_with_its_error() {
         "{err:?}"
     );
     let wait = Duration::from_secs(10);
-    let Err(err) = client.start_and_wait(&client, hello(), wait).await else {
+    let Err(err) = client.start_and_wait(hello(), wait).await else {
         panic!("a waiting start is refused the same way");
     };
     assert_eq!(
@@ -166,7 +166,7 @@ async fn thousands_of_turns_share_one_connection() {
     let turns = futures::stream::iter(0..3000).map(|_| {
         let client = client.clone();
         async move {
-            let (_, turn) = client.start(&client, hello()).await?;
+            let (_, turn) = client.start(hello()).await?;
             let settled = turn.await?.ok_or_else(|| A2AError::internal("turn lost"))?;
             Ok::<_, A2AError>(settled.state())
         }

@@ -3,9 +3,9 @@ use std::sync::Arc;
 
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use sb_protocol::{Message, TaskState};
+use sb_agent::turn::{TurnEnd, fail_unsettled};
 use sb_store::{EventBus, WorkItem, WorkQueue};
-use sb_tasks::{TaskService, TaskUpdate};
+use sb_tasks::TaskService;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
@@ -71,10 +71,10 @@ impl HubMetrics {
 /// How a turn ended, which decides whether its task must be failed.
 #[derive(Debug)]
 pub(super) enum TurnOutcome {
-    /// The agent left the task in a state of its choosing (or nothing was run).
-    Settled,
-    /// The agent's turn ended with the task still running (`error`: why, if it failed).
-    Unsettled { error: String },
+    /// The worker ran the turn and reported how it ended.
+    Ended(TurnEnd),
+    /// Nothing was run: the task ended while its turn was queued.
+    NotRun,
     /// The worker was lost: fail a task still running with `reason`.
     Lost { reason: String },
 }
@@ -158,16 +158,13 @@ impl Inner {
     /// turn itself), removes the queue entry and tells whoever waits for the turn.
     pub(super) async fn turn_over(&self, entry_id: &str, item: &WorkItem, outcome: TurnOutcome) {
         let reason = match outcome {
-            TurnOutcome::Settled => None,
-            TurnOutcome::Unsettled { error } if error.is_empty() => Some(
-                "the agent ended its turn without completing, failing or asking for input"
-                    .to_owned(),
-            ),
-            TurnOutcome::Unsettled { error } => Some(format!("the agent failed: {error}")),
+            TurnOutcome::Ended(end) => end.failure_reason(),
+            TurnOutcome::NotRun => None,
             TurnOutcome::Lost { reason } => Some(reason),
         };
         if let Some(reason) = reason {
-            self.fail_if_running(&item.task_id, reason).await;
+            // A failure that cannot be stored is logged there; the turn is over anyway.
+            let _ = fail_unsettled(&*self.tasks, &item.task_id, reason).await;
         }
         let finished = with_retries(|| self.queue.finish(&item.agent, entry_id)).await;
         if let Err(e) = finished {
@@ -177,19 +174,6 @@ impl Inner {
         let key = item.turn_key();
         if let Err(e) = with_retries(|| self.bus.announce_turn_over(&key)).await {
             tracing::warn!(task_id = %item.task_id, error = %e, "cannot announce the end of a turn");
-        }
-    }
-
-    async fn fail_if_running(&self, task_id: &str, reason: String) {
-        let update = TaskUpdate::Status {
-            state: TaskState::Failed,
-            message: Some(Message::agent_text(reason.clone())),
-        };
-        let running = [TaskState::Submitted, TaskState::Working];
-        match self.tasks.update_if(task_id, &running, update).await {
-            Ok(Some(_)) => tracing::warn!(task_id, reason, "turn ended without a final state"),
-            Ok(None) => {}
-            Err(e) => tracing::error!(task_id, error = %e, "cannot settle a turn"),
         }
     }
 

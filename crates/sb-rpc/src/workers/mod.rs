@@ -11,6 +11,7 @@
 mod hub;
 mod queue_runner;
 mod session;
+mod turn_done;
 mod worker;
 
 pub use hub::{HubMetrics, WorkerHub};

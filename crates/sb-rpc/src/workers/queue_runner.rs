@@ -27,6 +27,10 @@ fn unavailable(e: impl std::fmt::Display) -> A2AError {
 
 #[async_trait]
 impl TurnRunner for QueueRunner {
+    fn tasks(&self) -> &dyn TaskService {
+        &*self.tasks
+    }
+
     fn serves(&self, agent: &str) -> bool {
         self.policies.contains_key(agent)
     }

@@ -17,6 +17,7 @@ use tonic::{Status, Streaming};
 use super::HEARTBEAT;
 use super::LEASE;
 use super::hub::{Inner, TurnOutcome};
+use super::turn_done;
 use crate::pb;
 use crate::pb::worker_command::Kind as Command;
 use crate::pb::worker_message::Kind as Report;
@@ -188,10 +189,7 @@ impl Session {
             return;
         };
         running.watcher.abort();
-        let outcome = match done.settled_by_agent {
-            true => TurnOutcome::Settled,
-            false => TurnOutcome::Unsettled { error: done.error },
-        };
+        let outcome = TurnOutcome::Ended(turn_done::read(&done));
         self.hub
             .turn_over(&done.assignment_id, &running.item, outcome)
             .await;
@@ -231,7 +229,7 @@ async fn assign(
         Ok(Some(record)) if !record.state().is_terminal() => record,
         // Canceled (or evicted) while queued: nothing to run.
         Ok(_) => {
-            hub.turn_over(&entry_id, &item, TurnOutcome::Settled).await;
+            hub.turn_over(&entry_id, &item, TurnOutcome::NotRun).await;
             return true;
         }
         // The store is down: the entry stays leased here and is reclaimed once the

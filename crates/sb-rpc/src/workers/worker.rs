@@ -3,7 +3,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sb_agent::{Agent, AgentError, Reporter, TaskContext};
+use sb_agent::turn::{TurnEnd, run_turn};
+use sb_agent::{Agent, Reporter, TaskContext};
 use sb_protocol::Message;
 use sb_store::TaskRecord;
 use sb_store::backoff::Backoff;
@@ -11,15 +12,12 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
-use super::HEARTBEAT;
+use super::{HEARTBEAT, turn_done};
 use crate::pb;
 use crate::pb::worker_command::Kind as Command;
 use crate::pb::worker_message::Kind as Report;
 use crate::tasks::TaskStateClient;
 use crate::wire::{connect, from_json};
-
-/// How long a canceled agent may take to notice before its run is dropped (as in process).
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -158,12 +156,11 @@ fn start_turn(
     let span = tracing::info_span!("agent_turn", assignment = %assignment_id);
     sb_telemetry::follow(&span, Some(&assignment.traceparent));
     let turn = async move {
-        let (settled_by_agent, error) = match (decoded, agent) {
-            (Err(e), _) => (false, e),
-            (Ok((record, _)), None) => (
-                false,
-                format!("this worker does not run agent {}", record.agent),
-            ),
+        let end = match (decoded, agent) {
+            (Err(e), _) => TurnEnd::Failed(e),
+            (Ok((record, _)), None) => {
+                TurnEnd::Failed(format!("this worker does not run agent {}", record.agent))
+            }
             (Ok((record, message)), Some(agent)) => {
                 let turn_client = tasks.for_turn(&assignment_id, &record.agent);
                 let reporter = Reporter::new(Arc::new(turn_client), record.task.id.clone());
@@ -172,35 +169,13 @@ fn start_turn(
                     message: Box::new(message),
                     cancel: cancel.clone(),
                 };
-                let kept = reporter.clone();
-                let outcome = tokio::select! {
-                    result = agent.execute(ctx, reporter) => Some(result),
-                    () = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE).await } => None,
-                };
-                // What the agent reported must be durable, or refused, before the turn
-                // is reported over.
-                let outcome = match outcome {
-                    Some(Ok(())) => Some(kept.flush().await.map_err(AgentError::from)),
-                    other => other,
-                };
-                match outcome {
-                    Some(Ok(())) => (kept.settled_by_agent(), String::new()),
-                    Some(Err(AgentError(e))) => (false, e),
-                    None => (
-                        false,
-                        "the agent did not stop after cancellation".to_owned(),
-                    ),
-                }
+                // The service forwards a cancel when the task ends by someone else's hand.
+                run_turn(&*agent, ctx, reporter, cancel.cancelled()).await
             }
         };
         runs.lock().remove(&assignment_id);
         let done = pb::WorkerMessage {
-            kind: Some(Report::TurnDone(pb::TurnDone {
-                task_id: String::new(),
-                assignment_id,
-                settled_by_agent,
-                error,
-            })),
+            kind: Some(Report::TurnDone(turn_done::report(assignment_id, &end))),
         };
         let _ = reports.send(done).await;
     };
