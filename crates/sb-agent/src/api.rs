@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::{Either, ready};
 use sb_protocol::card::AgentSkill;
-use sb_protocol::*;
+use sb_protocol::{A2AError, Artifact, Message, Part, Role, Task, TaskState};
 use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
 use tokio::sync::oneshot;
@@ -301,6 +301,7 @@ pub fn text_artifact(id: &str, name: &str, text: impl Into<String>) -> Artifact 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sb_protocol::StreamResponse;
     use sb_store::{LocalBus, MemoryStore, StoredEvent};
     use sb_tasks::{LocalTaskService, NewTask, Scope};
 

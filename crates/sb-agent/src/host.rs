@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sb_protocol::*;
+use sb_protocol::{A2AError, Message, Task, TaskState};
 use sb_store::{EventBus, TaskRecord};
 use sb_tasks::{NewTask, TaskService};
 use tokio::sync::{broadcast, oneshot};
@@ -224,6 +224,7 @@ async fn cancel_when_finished(mut watch: broadcast::Receiver<sb_store::StoredEve
 
 #[cfg(test)]
 mod tests {
+    use sb_protocol::{ErrorKind, Role};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use async_trait::async_trait;

@@ -33,8 +33,9 @@ pub(crate) struct Outbox {
     task_id: String,
     state: Mutex<State>,
     /// Notified after every commit round, for callers waiting on one. A `Notify`, not a
-    /// watch channel: it lives inline (a watch channel is a ~240-byte allocation, kept
-    /// as long as the run: B4 holds thousands) and wakes its waiters in one pass.
+    /// watch channel: it lives inline (a watch channel is an allocation of its own, kept
+    /// as long as the run, and a server holds thousands of runs open) and wakes its
+    /// waiters in one pass.
     rounds: Notify,
 }
 

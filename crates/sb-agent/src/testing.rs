@@ -3,7 +3,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use sb_store::*;
+use sb_store::{
+    MemoryStore, StoreError, StoreResult, StoredEvent, TaskCommit, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
+};
 
 /// A memory store that counts commits, and fails them on request.
 #[derive(Debug, Default)]

@@ -16,14 +16,21 @@ impl Binding {
     /// The binding of `method` on `path`, whether the path names an agent
     /// (`/agents/{name}/…`) or the default agent at the root.
     pub fn of(method: &Method, path: &str) -> Binding {
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let under_agent = match segments.as_slice() {
-            ["agents", _name, rest @ ..] => rest,
-            rest => rest,
+        // Read without collecting: this runs for every request.
+        let mut segments = path.split('/').filter(|s| !s.is_empty());
+        let mut next = || segments.next();
+        let head = [next(), next(), next(), next(), next()];
+        let under_agent = match head {
+            [Some("agents"), Some(_), third, fourth, fifth] => [third, fourth, fifth],
+            [first, second, third, ..] => [first, second, third],
         };
         match under_agent {
-            [".well-known", "agent-card.json" | "agent.json"] => Binding::Card,
-            ["a2a"] | [] if method == Method::POST => Binding::JsonRpc,
+            [
+                Some(".well-known"),
+                Some("agent-card.json" | "agent.json"),
+                None,
+            ] => Binding::Card,
+            [Some("a2a"), None, _] | [None, ..] if method == Method::POST => Binding::JsonRpc,
             _ => Binding::Rest,
         }
     }
@@ -67,6 +74,8 @@ mod tests {
             (&post, "/agents/echo/x/a2a", Binding::Rest),
             (&post, "/v1/message:send", Binding::Rest),
             (&get, "/agents/echo/tasks/t1", Binding::Rest),
+            (&post, "/agents", Binding::Rest),
+            (&get, "/.well-known/agent-card.json/x", Binding::Rest),
         ] {
             assert_eq!(Binding::of(method, path), binding, "{method} {path}");
         }

@@ -17,8 +17,10 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use sb_a2a_grpc::pb::a2a_service_server::{A2aService, A2aServiceServer};
 use sb_a2a_grpc::{convert, pb, status, wkt};
-use sb_protocol::requests::*;
-use sb_protocol::*;
+use sb_protocol::requests::{
+    GetTaskRequest, ListPushConfigsResponse, ListTasksRequest, SendMessageRequest, require_id,
+};
+use sb_protocol::{A2AError, ErrorKind, TaskPushNotificationConfig, Version};
 use sb_tasks::Scope;
 use tonic::{Request, Response, Status};
 

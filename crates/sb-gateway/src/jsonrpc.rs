@@ -4,9 +4,12 @@
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use sb_protocol::jsonrpc::{self, Operation};
-use sb_protocol::requests::*;
+use sb_protocol::requests::{
+    GetTaskRequest, ListPushConfigsRequest, ListPushConfigsResponse, ListTasksRequest,
+    PushConfigRequest, SendMessageRequest, TaskIdRequest, parse_params, parse_params_raw,
+};
 use sb_protocol::v03::{self, Dialect03};
-use sb_protocol::*;
+use sb_protocol::{A2AError, ErrorKind, Metadata, TaskPushNotificationConfig, Version};
 use sb_tasks::Scope;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

@@ -3,9 +3,9 @@
 
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use sb_protocol::requests::*;
+use sb_protocol::requests::{GetTaskRequest, ListTasksRequest, parse_params};
 use sb_protocol::v03::{self, Dialect03};
-use sb_protocol::*;
+use sb_protocol::{A2AError, ErrorKind, TaskPushNotificationConfig, Version};
 use sb_tasks::Scope;
 use serde_json::{Map, Value, json};
 

@@ -9,7 +9,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use sb_protocol::v03::{self, Dialect03};
-use sb_protocol::*;
+use sb_protocol::{A2AError, SendMessageResponse, Task, TaskPushNotificationConfig, Version};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -203,6 +203,7 @@ pub fn sse_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sb_protocol::{Message, TaskState, TaskStatus};
 
     /// The text replies are the `Value` replies, byte for byte, in every dialect.
     #[test]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::A2AError;
-use crate::model::*;
+use crate::model::{Message, Metadata, Role, Task, TaskPushNotificationConfig, TaskState};
 use crate::serde_util;
 
 /// Parses request params into `T`, turning serde's complaint into an invalid-params

@@ -12,7 +12,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::*;
+use crate::model::{
+    Artifact, Message, Part, PartContent, StreamResponse, Task, TaskPushNotificationConfig,
+    TaskState, TaskStatus,
+};
 use crate::serde_util::{encode_base64, format_timestamp};
 
 /// Which 0.3 JSON shape to speak.

@@ -10,7 +10,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sb_protocol::card::*;
+use sb_protocol::card::{
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
+    SecurityScheme,
+};
 
 /// One rendering of a card with its strong ETag (quoted).
 #[derive(Clone, Debug)]

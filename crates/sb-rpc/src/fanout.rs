@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::pb;
 use crate::pb::fanout_client::FanoutClient as Raw;
 use crate::tasks::{event_from, event_pb};
-use crate::wire::*;
+use crate::wire::{error_from, is_transient, status_from, traced};
 
 #[derive(Debug, Clone)]
 pub struct FanoutServer {

@@ -11,7 +11,7 @@ use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 
 use crate::pb;
-use crate::wire::*;
+use crate::wire::{from_json, request, to_json};
 
 #[derive(Debug, Clone)]
 pub struct RegistryServer {

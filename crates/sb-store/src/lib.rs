@@ -34,7 +34,8 @@ pub mod traits;
 pub mod watchers;
 
 /// Maps and sets keyed by task ids (and, for open-task counts, authenticated
-/// principals), on foldhash: std's SipHash was ~4% of a task's instructions. foldhash
+/// principals), on foldhash: std's SipHash costs far more per lookup on these short
+/// keys, and every task does several (bench/profile.md has the figures). foldhash
 /// is seeded per process, so colliding keys cannot be prepared in advance (and new
 /// task ids are ours, not the caller's).
 pub type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

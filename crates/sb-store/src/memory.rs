@@ -5,8 +5,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::record::*;
-use crate::traits::*;
+use crate::record::{
+    DeadLetter, PushConfigRecord, StoredEvent, TaskCommit, TaskPage, TaskQuery, TaskRecord,
+};
+use crate::traits::{DeadLetterStore, PushConfigStore, StoreError, StoreResult, TaskStore};
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {

@@ -2,11 +2,14 @@
 //! The contract every backend must meet, as generic test functions plus a macro that
 //! instantiates them for one backend (quickwit's `metastore_test_suite!` pattern).
 
+use crate::record::{
+    DeadLetter, PushConfigRecord, StoredEvent, StoredVersion, TaskCommit, TaskQuery, TaskRecord,
+};
+use crate::traits::{DeadLetterStore, PushConfigStore, StoreError, TaskStore};
 use chrono::{Duration, TimeZone, Utc};
-use sb_protocol::*;
-
-use crate::record::*;
-use crate::traits::*;
+use sb_protocol::{
+    StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 /// A commit that moves task `id` from `expected` to `seq` with one status event.
 pub fn new_commit(id: &str, expected: u64, seq: u64) -> TaskCommit {

@@ -3,7 +3,10 @@
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use crate::record::*;
+use crate::record::{
+    DeadLetter, EventNotice, PushConfigRecord, StoredEvent, TaskCommit, TaskPage, TaskQuery,
+    TaskRecord,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,7 +1,10 @@
 //! The task state machine (digest §4.2), as a pure function over a task record.
 
 use chrono::{DateTime, Utc};
-use sb_protocol::*;
+use sb_protocol::{
+    A2AError, Artifact, ErrorKind, Message, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 use sb_store::{StoredEvent, TaskRecord};
 
 /// A change an agent (or the service itself) makes to a task. Serializable: remote
@@ -226,6 +229,7 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
 mod tests {
     use super::*;
     use TaskState::*;
+    use sb_protocol::{Part, Role};
 
     fn record(state: TaskState) -> TaskRecord {
         let task = Task {

@@ -24,7 +24,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// Set once traces are exported. Without an exporter no span has a trace context to
 /// pass on, so [`traceparent`], [`inject`] and [`extract`] need not look (every task
-/// commit and every request asks: ~1% of a busy server's CPU, for nothing).
+/// commit and every request asks; what the look costs is in bench/profile.md).
 static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn exporting() -> bool {

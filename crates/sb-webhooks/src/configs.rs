@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::Utc;
 use sb_protocol::requests::validate_push_url;
-use sb_protocol::*;
+use sb_protocol::{A2AError, ErrorKind, TaskPushNotificationConfig, Version, new_id};
 use sb_store::{PushConfigRecord, PushConfigStore, StoreError};
 use sb_tasks::{Scope, TaskService};
 
@@ -193,6 +193,7 @@ impl PushConfigService for LocalPushConfigs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sb_protocol::{Message, Role};
     use sb_store::{LocalBus, MemoryStore};
     use sb_tasks::{LocalTaskService, NewTask};
 

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 
 use super::EchoAgent;
-use crate::api::*;
+use crate::api::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext};
 
 #[derive(Debug, Default)]
 pub struct BenchAgent;

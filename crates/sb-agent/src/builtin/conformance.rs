@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use sb_protocol::{Artifact, Message, Part, PartContent, Role, new_id};
 use serde_json::json;
 
-use crate::api::*;
+use crate::api::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext};
 
 #[derive(Debug, Clone)]
 pub struct ConformanceAgent {

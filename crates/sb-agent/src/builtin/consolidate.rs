@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::api::*;
+use crate::api::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext};
 
 #[derive(Debug, Clone)]
 pub struct ConsolidateAgent {

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use crate::api::*;
+use crate::api::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext, text_artifact};
 
 #[derive(Debug, Default)]
 pub struct EchoAgent;

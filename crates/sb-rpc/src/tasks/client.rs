@@ -5,17 +5,17 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use sb_agent::{TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::requests::ListTasksRequest;
-use sb_protocol::*;
 use sb_store::{StoredEvent, TaskRecord};
 use sb_tasks::{NewTask, Scope, TaskListing, TaskResult, TaskService, TaskUpdate};
 use sb_webhooks::PushConfigService;
 use tonic::transport::Channel;
 use tonic::{Response, Streaming};
 
-use super::*;
+use super::{event_from, record_from, record_pb, scope_pb, states_pb};
 use crate::pb;
 use crate::pb::task_state_client::TaskStateClient as Raw;
-use crate::wire::*;
+use crate::wire::{error_from, from_json, is_transient, request, to_json, traced};
+use sb_protocol::{A2AError, Message, TaskPushNotificationConfig, TaskState, Version};
 
 /// The client side, over a channel to every task-state replica.
 #[derive(Debug, Clone)]

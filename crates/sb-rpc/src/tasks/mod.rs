@@ -9,12 +9,12 @@ mod server;
 pub use client::TaskStateClient;
 pub use server::TaskStateServer;
 
-use sb_protocol::*;
+use crate::wire::{from_json, malformed, to_json};
+use sb_protocol::{A2AError, TaskState, Version};
 use sb_store::{StoredEvent, TaskRecord};
 use sb_tasks::Scope;
 
 use crate::pb;
-use crate::wire::*;
 
 pub(super) fn scope_pb(scope: &Scope) -> Option<pb::Scope> {
     Some(pb::Scope {

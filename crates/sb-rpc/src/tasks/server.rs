@@ -5,14 +5,14 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use sb_agent::{TurnOver, TurnRunner};
 use sb_protocol::requests::ListTasksRequest;
-use sb_protocol::*;
 use sb_tasks::{NewTask, Scope, TaskService, TaskUpdate};
 use sb_webhooks::PushConfigService;
 use tonic::{Request, Response, Status};
 
-use super::*;
+use super::{event_pb, record_from, record_pb, scope_from, states_from, version_from};
 use crate::pb;
-use crate::wire::*;
+use crate::wire::{from_json, status_from, to_json};
+use sb_protocol::{A2AError, ErrorKind, Message};
 
 type Reply<T> = Result<Response<T>, Status>;
 

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::journal::Journal;
 use super::tables::{apply_payloads, record_epoch};
 use super::writer::{Queued, Writer};
-use crate::traits::*;
+use crate::traits::{StoreError, StoreResult};
 
 /// The writer's ends of the checkpoint thread's channels: the epoch to record, and the
 /// outcome.

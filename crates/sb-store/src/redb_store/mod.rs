@@ -26,8 +26,10 @@ use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::record::*;
-use crate::traits::*;
+use crate::record::{
+    DeadLetter, PushConfigRecord, StoredEvent, TaskCommit, TaskPage, TaskQuery, TaskRecord,
+};
+use crate::traits::{DeadLetterStore, PushConfigStore, StoreError, StoreResult, TaskStore};
 
 const TASKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tasks");
 /// A task's events by (task, first sequence number): one value per commit ([`runs`]).
@@ -115,20 +117,16 @@ type SharedHot = Arc<parking_lot::RwLock<Hot>>;
 /// Finished tasks kept in memory (a finished task never changes again, short of deletion).
 /// Few: a finished task kept is a tree of allocations (the task, its history, its
 /// artifacts, a few KB), freed cold when forgotten ([`writer::Dropper`]), its blocks then
-/// reused cold by the next tasks' allocations; the fewer kept, the warmer. B1 at c=32 on
-/// one core, two servers taking turns (12 rounds of 2 s, the median of each round's
-/// ratio, both orders): 4096 → 512 ~+5% tasks/s (at c=256 12.1k and 11.0k → 13.3k and
-/// 12.6k in alternating runs), 512 → 128 another +5–8%, 128 → 32 within 3%. While the
-/// file is behind nothing is forgotten anyway (at full speed that is the ~240 tasks of a
-/// deferral); a task forgotten is read from the file, which has it by then, and the
-/// webhook dispatcher reading a finished task's events was not slowed (B6 at 128:
-/// 17.0k–19.8k deliveries/s against 16.4k–19.7k at 512).
+/// reused cold by the next tasks' allocations; the fewer kept, the warmer (bench/profile.md,
+/// "Figures behind constants in the code", has the runs that chose this number). While
+/// the file is behind nothing is forgotten anyway; a task forgotten is read from the
+/// file, which has it by then.
 const RECENTLY_FINISHED: usize = 128;
 
-/// redb's page cache. Its default (1 GiB) let a busy server's memory grow by ~6 KB per
-/// task until it reached a gigabyte, and the growth itself cost ~5% of the CPU (fresh
-/// pages faulted in). Running tasks are answered from [`Hot`] anyway; the page cache
-/// mostly holds the B-trees' upper levels, which this keeps many times over.
+/// redb's page cache. Its default (1 GiB) let a busy server's memory grow with every task
+/// until it reached a gigabyte, and faulting in the fresh pages cost CPU of its own.
+/// Running tasks are answered from [`Hot`] anyway; the page cache mostly holds the
+/// B-trees' upper levels, which this keeps many times over.
 const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Events kept in memory per task in [`Hot::records`].

@@ -19,8 +19,8 @@ use super::checkpoints::{Checkpointer, Deferred, Running, finish, start, wait_fo
 use super::journal::{Entry, Journal};
 use super::tables::{PushTable, Tables, checkpoint};
 use super::{Forgotten, Hot, Lag, SharedHot, TASKS, configs_of, decode, encode};
-use crate::record::*;
-use crate::traits::*;
+use crate::record::{DeadLetter, PushConfigRecord, StoredEvent, TaskCommit, TaskHead, TaskRecord};
+use crate::traits::{StoreError, StoreResult};
 
 /// Most write requests folded into one transaction.
 const MAX_BATCH: usize = 512;
@@ -61,8 +61,7 @@ pub(super) enum WriteOp {
 
 /// Longest a request waits for others to share its commit. Short: under load, batches
 /// form on their own while the previous one is being fsynced, and a longer wait only
-/// adds latency (at 1 ms, B1 at c=32 waited on the window: 12.7k tasks/s at 60 µs of
-/// CPU each against 17.8k at 52 µs with this one, on the same host).
+/// adds latency (a 1 ms window held B1's requests back: bench/profile.md).
 const GATHER_WINDOW: Duration = Duration::from_micros(150);
 /// A pause this long with nothing new ends the gathering early.
 const GATHER_QUIET: Duration = Duration::from_micros(100);
@@ -87,10 +86,8 @@ pub(super) struct Writer<'a> {
 /// Frees what the cache forgets on the async runtime that opened the store. The
 /// runtime's threads allocated it (a task's record and events are built by the request
 /// that commits them), so it is freed where it was allocated instead of block by block
-/// across threads, and off the writer's path to the next batch's fsync. Freed by the
-/// writer, under the cache's lock, the forgetting took ~6% of the CPU at full speed;
-/// freed here, B1 at c=32 (two servers on one core taking turns, 16 rounds of 2 s, both
-/// orders) ran 4.1% and 2.0% faster.
+/// across threads, and off the writer's path to the next batch's fsync, where freeing
+/// it under the cache's lock showed in profiles (bench/profile.md).
 #[derive(Debug)]
 pub(super) struct Dropper(Option<tokio::sync::mpsc::UnboundedSender<Vec<Forgotten>>>);
 

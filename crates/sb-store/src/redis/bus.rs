@@ -14,7 +14,7 @@ use super::group::{ClaimTiming, Groups};
 use super::pubsub::PubSub;
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error, open_client, probe};
 use crate::record::{EventNotice, StoredEvent};
-use crate::traits::*;
+use crate::traits::{EventBus, StoreError, StoreResult};
 
 /// The Redis event bus. Cheap to clone; the background tasks stop when the last clone is
 /// dropped or on [`RedisBus::shutdown`].

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CONNECT_TIMEOUT, Keys, RESPONSE_TIMEOUT, backend_error};
 use crate::backoff::Backoff;
 use crate::record::{EventNotice, StoredEvent};
-use crate::traits::*;
+use crate::traits::StoreResult;
 
 /// How far the all-tasks channel may run ahead of its slowest receiver.
 const ALL_CAPACITY: usize = 8192;

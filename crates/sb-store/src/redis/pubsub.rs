@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::{CONNECT_TIMEOUT, Keys, backend_error};
 use crate::backoff::Backoff;
 use crate::record::StoredEvent;
-use crate::traits::*;
+use crate::traits::{StoreError, StoreResult};
 use crate::watchers::Watchers;
 
 /// How many events a slow watcher may fall behind before it must refill from the log.

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{RedisStore, decode, encode, scripts};
-use crate::record::*;
-use crate::traits::*;
+use crate::record::{DeadLetter, PushConfigRecord};
+use crate::traits::{DeadLetterStore, PushConfigStore, StoreError, StoreResult};
 
 /// Tasks whose configs are fetched per round trip in `list_all_push_configs`.
 const TASK_BATCH: usize = 200;

@@ -13,8 +13,8 @@ use super::{
     CONNECT_TIMEOUT, GLOBAL_STREAM_CAP, Keys, RESPONSE_TIMEOUT, backend_error, decode, open_client,
     probe, scripts,
 };
-use crate::record::*;
-use crate::traits::*;
+use crate::record::{StoredEvent, TaskCommit, TaskPage, TaskQuery, TaskRecord};
+use crate::traits::{StoreError, StoreResult, TaskStore};
 
 /// Records fetched per round trip when listing.
 const FETCH_BATCH: usize = 500;
