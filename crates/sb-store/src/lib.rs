@@ -17,6 +17,11 @@
 //!   may work later.
 //! - [`suite`]: the conformance tests every backend runs.
 //!
+//! The backends are features, both on by default: `redb` ([`redb_store`]) and `redis`
+//! ([`mod@redis`], [`redis_queue`]). A crate that needs only the traits (an agent, a
+//! program embedding Switchboard, a worker) depends with `default-features = false`
+//! and compiles neither redb nor redis and its TLS stack.
+//!
 //! Every write is a compare-and-set on the task's sequence number, so the state machine
 //! above it (sb-tasks) can check and write in one step whatever the backend.
 
@@ -25,8 +30,11 @@ pub mod bus;
 pub mod memory;
 pub mod queue;
 pub mod record;
+#[cfg(feature = "redb")]
 pub mod redb_store;
+#[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
 pub mod redis_queue;
 #[doc(hidden)]
 pub mod suite;
@@ -61,7 +69,10 @@ pub use bus::LocalBus;
 pub use memory::MemoryStore;
 pub use queue::{Leased, WorkItem, WorkQueue};
 pub use record::*;
+#[cfg(feature = "redb")]
 pub use redb_store::RedbStore;
+#[cfg(feature = "redis")]
 pub use redis::{RedisBus, RedisStore};
+#[cfg(feature = "redis")]
 pub use redis_queue::RedisWorkQueue;
 pub use traits::*;

@@ -6,6 +6,10 @@
 //! services, in the turn queue to the worker, and in each stored task event (so the
 //! dispatcher, reading events later and elsewhere, continues the trace that made them).
 //!
+//! The exporter is the `otlp` feature (on by default; the binary sets it): a crate that
+//! only carries trace context depends with `default-features = false` and compiles no
+//! HTTP client or TLS for it.
+//!
 //! # Layout
 //! - [`init`]: installs the subscriber (and the exporter); keep the [`Telemetry`] guard
 //!   alive, its drop flushes the spans still buffered.
@@ -89,6 +93,12 @@ pub fn init(service: &str) -> Telemetry {
 
 use tracing_subscriber::Layer as _;
 
+#[cfg(not(feature = "otlp"))]
+fn exporter(_service: &str) -> Result<SdkTracerProvider, String> {
+    Err("this build has no OTLP exporter (sb-telemetry's `otlp` feature)".to_owned())
+}
+
+#[cfg(feature = "otlp")]
 fn exporter(service: &str) -> Result<SdkTracerProvider, String> {
     // The endpoint, headers, timeout and protocol details come from the standard
     // OTEL_EXPORTER_OTLP_* variables, which the exporter reads itself.
