@@ -251,30 +251,71 @@ mod tests {
         }
     }
 
+    /// Counts of events served from the log and live, as the metric reports them.
+    fn served(registry: &prometheus_client::registry::Registry) -> (u64, u64) {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        let count = |source: &str| {
+            let prefix = format!("switchboard_fanout_events_total{{source=\"{source}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .map_or(0, |n| n.parse().unwrap())
+        };
+        (count("log"), count("live"))
+    }
+
+    /// Reads the stream's next events up to seq `last`, checking they are `*next`,
+    /// `*next + 1`, … with no gap and no duplicate.
+    async fn read_through(stream: &mut EventStream, next: &mut u64, last: u64) {
+        while *next <= last {
+            let ev = stream.next().await.unwrap().unwrap();
+            assert_eq!(ev.seq, *next);
+            *next += 1;
+        }
+    }
+
+    /// A late subscriber replays the log, including what is committed while it replays
+    /// (more than the bus buffers), then follows the bus live: every event once, in
+    /// order, from both sources.
     #[tokio::test]
     async fn replays_then_goes_live_without_gaps() {
         let (tasks, fanout) = setup();
+        let mut registry = prometheus_client::registry::Registry::default();
+        fanout.register(&mut registry);
         let id = new_task(&tasks).await;
         for _ in 0..300 {
             tasks.update(&id, working()).await.unwrap();
         }
         let mut stream = fanout.subscribe(&id, 10);
-        let producer = {
-            let tasks = tasks.clone();
-            let id = id.clone();
-            tokio::spawn(async move {
-                for _ in 0..200 {
-                    tasks.update(&id, working()).await.unwrap();
-                }
-            })
-        };
-        let mut expected = 11;
-        while expected <= 501 {
-            let ev = stream.next().await.unwrap().unwrap();
-            assert_eq!(ev.seq, expected);
-            expected += 1;
+        let mut next = 11;
+        // Halfway through the replay, 100 more commits: the log has them, the bus
+        // keeps only a few.
+        read_through(&mut stream, &mut next, 150).await;
+        for _ in 0..100 {
+            tasks.update(&id, working()).await.unwrap();
         }
-        producer.await.unwrap();
+        read_through(&mut stream, &mut next, 401).await;
+        // Caught up and waiting on the bus (a reader of its own, run until it waits):
+        // each event committed now reaches the subscriber live.
+        let (read, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            for seq in 402..=501 {
+                read_through(&mut stream, &mut next, seq).await;
+                read.send(seq).unwrap();
+            }
+        });
+        for seq in 402..=501 {
+            tokio::task::yield_now().await;
+            tasks.update(&id, working()).await.unwrap();
+            assert_eq!(seen.recv().await, Some(seq));
+        }
+        reader.await.unwrap();
+        let (from_log, live) = served(&registry);
+        assert_eq!(
+            (from_log, live),
+            (391, 100),
+            "the replay from the log, then every event committed after it live"
+        );
     }
 
     #[tokio::test]
@@ -305,17 +346,29 @@ mod tests {
     #[tokio::test]
     async fn slow_subscriber_does_not_stall_the_producer_and_loses_nothing() {
         let (tasks, fanout) = setup();
+        let mut registry = prometheus_client::registry::Registry::default();
+        fanout.register(&mut registry);
         let id = new_task(&tasks).await;
         let mut slow = fanout.subscribe(&id, 0);
+        // A stream follows the bus from its first read: read one event, so the
+        // subscriber is on the bus while the producer runs.
+        assert_eq!(slow.next().await.unwrap().unwrap().seq, 1);
         // Far more events than the bus buffers, while the subscriber reads nothing.
-        for _ in 0..1000 {
-            tasks.update(&id, working()).await.unwrap();
-        }
+        let produce = async {
+            for _ in 0..1000 {
+                tasks.update(&id, working()).await.unwrap();
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), produce)
+            .await
+            .expect("the producer waited for the slow subscriber");
         let seqs: Vec<u64> = (&mut slow)
-            .take(1001)
+            .take(1000)
             .map(|e| e.unwrap().seq)
             .collect()
             .await;
-        assert_eq!(seqs, (1..=1001).collect::<Vec<_>>());
+        assert_eq!(seqs, (2..=1001).collect::<Vec<_>>());
+        // It fell behind the bus, and caught up from the log.
+        assert_eq!(served(&registry), (1001, 0));
     }
 }

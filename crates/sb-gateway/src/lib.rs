@@ -3,7 +3,7 @@
 //! and over gRPC (`lf.a2a.v1.A2AService`, A2A 1.0), where the `tenant` names the agent.
 //!
 //! # Layout
-//! - [`router`]: the axum router; all A2A paths go through one dispatcher that picks the
+//! - [`router`]: the axum router; all A2A paths go through one handler that picks the
 //!   agent, then the card, JSON-RPC or REST handler.
 //! - [`binding`]: which HTTP binding a request is for, read once from method and path.
 //! - [`ops`]: the operations, independent of binding and version.
@@ -156,11 +156,11 @@ pub fn activates(headers: &HeaderMap, uri: &str) -> bool {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
-        .fallback(dispatch)
+        .fallback(serve_request)
         .with_state(state)
 }
 
-async fn dispatch(State(state): State<AppState>, request: axum::extract::Request) -> Response {
+async fn serve_request(State(state): State<AppState>, request: axum::extract::Request) -> Response {
     // Taken apart, not extracted piece by piece: extractors copy the header map.
     let (parts, body) = request.into_parts();
     let axum::http::request::Parts {

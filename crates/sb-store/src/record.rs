@@ -362,7 +362,7 @@ impl From<StoredVersion> for Version {
 
 /// Where a listing resumes: after the task with this status time and id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListCursor {
+pub struct ListPosition {
     pub ts_millis: i64,
     pub id: String,
 }
@@ -375,7 +375,7 @@ pub struct TaskQuery {
     pub context_id: Option<String>,
     pub state: Option<TaskState>,
     pub status_after: Option<DateTime<Utc>>,
-    pub after: Option<ListCursor>,
+    pub after: Option<ListPosition>,
     pub limit: usize,
 }
 
@@ -385,7 +385,7 @@ pub struct TaskPage {
     pub records: Vec<TaskRecord>,
     /// Matches before paging.
     pub total: usize,
-    pub next: Option<ListCursor>,
+    pub next: Option<ListPosition>,
 }
 
 impl TaskQuery {
@@ -423,7 +423,7 @@ impl TaskQuery {
         let next = (end < total)
             .then(|| records.last())
             .flatten()
-            .map(|last| ListCursor {
+            .map(|last| ListPosition {
                 ts_millis: last.status_time().timestamp_millis(),
                 id: last.task.id.clone(),
             });

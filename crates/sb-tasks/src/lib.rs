@@ -6,7 +6,7 @@
 //! - [`service`]: the [`TaskService`] trait the gateway and agents call, and
 //!   [`LocalTaskService`], which runs it over a [`sb_store::TaskStore`] with
 //!   compare-and-set retries and publishes each committed event on the bus.
-//! - [`cursor`]: opaque ListTasks page tokens.
+//! - [`page_token`]: opaque ListTasks page tokens.
 //! - [`inflight`]: open tasks per principal, for the in-flight limit.
 //! - [`deadlines`]: the [`DeadlineKeeper`], which follows the bus; its parts:
 //!   - `deadlines/timeouts.rs`: input and stall timeouts of running tasks, and what
@@ -18,7 +18,7 @@
 //! number; a lost race re-reads and re-checks, so a cancel racing a completion can never
 //! overwrite a terminal state.
 
-pub mod cursor;
+pub mod page_token;
 pub mod deadlines;
 pub mod inflight;
 pub mod lifecycle;

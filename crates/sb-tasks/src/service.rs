@@ -8,9 +8,9 @@ use sb_protocol::requests::ListTasksRequest;
 use sb_protocol::*;
 use sb_store::*;
 
-use crate::cursor;
 use crate::inflight::InFlight;
 use crate::lifecycle::{self, TaskUpdate};
+use crate::page_token;
 
 /// Who is asking: the hosted agent addressed and the authenticated principal. A task
 /// outside the caller's scope is reported as not found, never as forbidden.
@@ -392,7 +392,7 @@ impl TaskService for LocalTaskService {
     async fn list(&self, scope: &Scope, request: &ListTasksRequest) -> TaskResult<TaskListing> {
         let page_size = request.validated_page_size()?;
         let after = match request.page_token.as_deref().filter(|t| !t.is_empty()) {
-            Some(token) => Some(cursor::decode(token)?),
+            Some(token) => Some(page_token::decode(token)?),
             None => None,
         };
         let query = TaskQuery {
@@ -408,7 +408,11 @@ impl TaskService for LocalTaskService {
         Ok(TaskListing {
             records: page.records,
             total: page.total,
-            next_page_token: page.next.as_ref().map(cursor::encode).unwrap_or_default(),
+            next_page_token: page
+                .next
+                .as_ref()
+                .map(page_token::encode)
+                .unwrap_or_default(),
             page_size,
         })
     }
@@ -586,58 +590,118 @@ mod tests {
         );
     }
 
-    /// A cancel racing a completion, `rounds` times: exactly one wins each race, and the
-    /// loser sees why. Returns how often (completion, cancel) won.
+    /// Lets the two sides of a race go at the same instant: each waits (parked) until
+    /// both are there, then spins the few microseconds until the other is awake too, so
+    /// that neither has a head start of a thread's wake-up.
+    #[derive(Debug)]
+    struct StartLine {
+        parked: std::sync::Barrier,
+        awake: std::sync::atomic::AtomicUsize,
+    }
+
+    impl StartLine {
+        fn new() -> Arc<StartLine> {
+            Arc::new(StartLine {
+                parked: std::sync::Barrier::new(2),
+                awake: std::sync::atomic::AtomicUsize::new(0),
+            })
+        }
+
+        fn wait(&self) {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.parked.wait();
+            self.awake.fetch_add(1, SeqCst);
+            while self.awake.load(SeqCst) < 2 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Runs `op` on a thread of its own, from `start`: tasks spawned one after the other
+    /// on the runtime let the first start, and mostly finish, before the second, and an
+    /// in-memory commit takes a microsecond.
+    fn racer<T: Send + 'static>(
+        start: Arc<StartLine>,
+        op: impl Future<Output = T> + Send + 'static,
+    ) -> tokio::task::JoinHandle<T> {
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            start.wait();
+            runtime.block_on(op)
+        })
+    }
+
+    /// A cancel racing a completion, `rounds` times, both started together: exactly one
+    /// wins each race, the loser is refused with the reason, and the task stored (and
+    /// its one terminal event) is the winner's. Returns how often (completion, cancel)
+    /// won.
     async fn race_cancel_against_completion(
         svc: Arc<LocalTaskService>,
         rounds: usize,
     ) -> (usize, usize) {
         let mut wins = (0, 0);
         for _ in 0..rounds {
-            let rec = create(&svc, "race").await;
-            let id = rec.task.id.clone();
-            let (s1, s2, i1, i2) = (svc.clone(), svc.clone(), id.clone(), id.clone());
-            let complete = tokio::spawn(async move {
-                s1.update(
-                    &i1,
-                    TaskUpdate::Status {
-                        state: TaskState::Completed,
-                        message: None,
-                    },
-                )
-                .await
+            let id = create(&svc, "race").await.task.id;
+            let start = StartLine::new();
+            let complete = racer(start.clone(), {
+                let (svc, id) = (svc.clone(), id.clone());
+                async move { svc.update(&id, status(TaskState::Completed)).await }
             });
-            let cancel = tokio::spawn(async move { s2.cancel(&scope(), &i2).await });
-            let completed = complete.await.unwrap();
-            let canceled = cancel.await.unwrap();
-            let final_state = svc.get(&scope(), &id).await.unwrap().state();
-            match final_state {
-                TaskState::Completed => {
+            let cancel = racer(start, {
+                let (svc, id) = (svc.clone(), id.clone());
+                async move { svc.cancel(&scope(), &id).await }
+            });
+            let (completed, canceled) = (complete.await.unwrap(), cancel.await.unwrap());
+            let winner = match (completed, canceled) {
+                (Ok(winner), Err(refused)) => {
                     wins.0 += 1;
-                    assert!(completed.is_ok());
-                    assert_eq!(canceled.unwrap_err().kind, ErrorKind::TaskNotCancelable);
+                    assert_eq!(winner.state(), TaskState::Completed);
+                    assert_eq!(refused.kind, ErrorKind::TaskNotCancelable, "{refused:?}");
+                    assert!(refused.message.contains("already completed"), "{refused:?}");
+                    winner
                 }
-                TaskState::Canceled => {
+                (Err(refused), Ok(winner)) => {
                     wins.1 += 1;
-                    assert!(canceled.is_ok());
-                    assert_eq!(completed.unwrap_err().kind, ErrorKind::UnsupportedOperation);
+                    assert_eq!(winner.state(), TaskState::Canceled);
+                    assert_eq!(refused.kind, ErrorKind::UnsupportedOperation, "{refused:?}");
+                    assert!(
+                        refused.message.contains("from canceled to completed"),
+                        "{refused:?}"
+                    );
+                    winner
                 }
-                other => panic!("unexpected final state {other:?}"),
-            }
+                (completed, canceled) => {
+                    panic!("not exactly one winner: completion {completed:?}, cancel {canceled:?}")
+                }
+            };
+            assert_eq!(winner.seq, 2, "one write after the creation");
+            let stored = svc.get(&scope(), &id).await.unwrap();
+            assert_eq!(stored, winner, "the stored task is the winner's");
             let events = svc.events_after(&id, 0, 10).await.unwrap();
-            assert_eq!(events.len(), 2, "exactly one terminal event");
+            let states: Vec<_> = events.iter().map(|e| (e.seq, e.event.state())).collect();
+            assert_eq!(
+                states,
+                [(1, Some(TaskState::Submitted)), (2, Some(winner.state()))],
+                "exactly one terminal event, the winner's"
+            );
         }
         wins
+    }
+
+    /// Both outcomes of the race must have happened, or the race was not run.
+    fn assert_both_won(store: &str, (completions, cancels): (usize, usize), rounds: usize) {
+        eprintln!("{store} store: completion won {completions} races, cancel won {cancels}");
+        assert!(
+            completions > 0 && cancels > 0,
+            "{store} store: one side won all {rounds} races (completion {completions}, \
+             cancel {cancels}): the two never ran concurrently"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_never_overwrites_a_terminal_state_in_memory() {
         let wins = race_cancel_against_completion(Arc::new(service()), 1000).await;
-        eprintln!(
-            "memory store: completion won {} races, cancel won {}",
-            wins.0, wins.1
-        );
-        assert_eq!(wins.0 + wins.1, 1000);
+        assert_both_won("memory", wins, 1000);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -646,11 +710,7 @@ mod tests {
         let store = Arc::new(sb_store::RedbStore::open(&dir.path().join("race.redb")).unwrap());
         let svc = Arc::new(LocalTaskService::new(store, Arc::new(LocalBus::new())));
         let wins = race_cancel_against_completion(svc, 1000).await;
-        eprintln!(
-            "redb store: completion won {} races, cancel won {}",
-            wins.0, wins.1
-        );
-        assert_eq!(wins.0 + wins.1, 1000);
+        assert_both_won("redb", wins, 1000);
     }
 
     #[tokio::test]

@@ -312,7 +312,8 @@ async fn a_shut_down_bus_closes_receivers_and_refuses_subscriptions() {
 }
 
 /// Two replicas (two stores, two connections) race a cancel against a completion on each
-/// of 1,000 tasks: the commit script's compare-and-set lets exactly one win each time.
+/// of 1,000 tasks: the commit script's compare-and-set lets exactly one win each time,
+/// the loser sees the winner's seq, and each side wins some of the races.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_and_complete_racing_from_two_replicas_never_both_win() {
     let redis = TestRedis::shared();
@@ -325,12 +326,18 @@ async fn cancel_and_complete_racing_from_two_replicas_never_both_win() {
             .await
             .unwrap();
     }
+    // The task and its event both in `state`, so the log shows whose commit won.
     let finish = |id: &str, state: TaskState| {
         let mut commit = new_commit(id, 1, 2);
-        std::sync::Arc::make_mut(&mut commit.record)
-            .task
-            .status
-            .state = state;
+        let record = std::sync::Arc::make_mut(&mut commit.record);
+        record.task.status.state = state;
+        let event = sb_protocol::StreamResponse::StatusUpdate(sb_protocol::TaskStatusUpdateEvent {
+            task_id: id.to_owned(),
+            context_id: record.task.context_id.clone(),
+            status: record.task.status.clone(),
+            metadata: None,
+        });
+        commit.events[0].event = event.into();
         commit
     };
     let mut races = Vec::new();
@@ -354,11 +361,22 @@ async fn cancel_and_complete_racing_from_two_replicas_never_both_win() {
             other => panic!("{id}: {other:?}"),
         };
         cancels += usize::from(winner == TaskState::Canceled);
-        let stored = one.get(id).await.unwrap().unwrap();
-        assert_eq!(stored.state(), winner);
-        assert_eq!(one.events_after(id, 0, 10).await.unwrap().len(), 2);
+        let stored = two.get(id).await.unwrap().unwrap();
+        assert_eq!((stored.seq, stored.state()), (2, winner));
+        let events = one.events_after(id, 0, 10).await.unwrap();
+        let states: Vec<_> = events.iter().map(|e| (e.seq, e.event.state())).collect();
+        assert_eq!(
+            states,
+            [(1, Some(TaskState::Submitted)), (2, Some(winner))],
+            "{id}: one terminal event, the winner's"
+        );
     }
     eprintln!("cancel won {cancels} of 1000 races");
+    // Both outcomes happened, or the two commits never raced.
+    assert!(
+        cancels > 0 && cancels < 1000,
+        "cancel won {cancels} of 1000 races: one side always won"
+    );
 }
 
 #[tokio::test]
