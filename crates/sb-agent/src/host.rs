@@ -94,7 +94,11 @@ impl AgentHost {
         new: NewTask,
         keep: impl FnOnce(&TaskRecord) -> K,
     ) -> Result<Launched<K>, A2AError> {
-        if !self.tasks.can_draft() || !self.agents.contains_key(&new.scope.agent) {
+        let drafts = self
+            .tasks
+            .drafts()
+            .filter(|_| self.agents.contains_key(&new.scope.agent));
+        let Some(drafts) = drafts else {
             let submitted = self.tasks.create(new).await?;
             let turn = self.spawn_turn(&submitted, first_message(&submitted)?);
             return Ok(Launched {
@@ -102,8 +106,8 @@ impl AgentHost {
                 first_round: None,
                 turn,
             });
-        }
-        let draft = self.tasks.draft(new)?;
+        };
+        let draft = drafts.draft(new)?;
         let first = first_message(&draft)?;
         let submitted = keep(&draft);
         let (agent, task) = (draft.agent.clone(), draft.task.clone());

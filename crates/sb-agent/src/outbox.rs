@@ -9,7 +9,7 @@
 //!
 //! An outbox may also be [`Outbox::creating`] its task: the first round then creates
 //! the task together with what the agent reported meanwhile
-//! ([`TaskService::create_with`]), one commit where there would be two.
+//! ([`sb_tasks::TaskDrafts::create_with`]), one commit where there would be two.
 
 use std::sync::Arc;
 
@@ -270,7 +270,12 @@ impl Outbox {
         batch: Vec<TaskUpdate>,
     ) -> Result<Option<StoredTask>, A2AError> {
         let Creation { draft, created } = *creation;
-        match self.tasks.create_with(draft, batch).await {
+        let creating = match self.tasks.drafts() {
+            Some(drafts) => drafts.create_with(draft, batch).await,
+            // Not reached: an outbox is only made creating from a service's drafts.
+            None => Err(A2AError::internal("this task service cannot draft tasks")),
+        };
+        match creating {
             Err(err) => {
                 self.state.lock().never_created = true;
                 let _ = created.send(Err(err.clone()));

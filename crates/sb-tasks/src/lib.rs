@@ -18,15 +18,15 @@
 //! number; a lost race re-reads and re-checks, so a cancel racing a completion can never
 //! overwrite a terminal state.
 
-pub mod page_token;
 pub mod deadlines;
 pub mod inflight;
 pub mod lifecycle;
+pub mod page_token;
 pub mod service;
 
 pub use deadlines::{DeadlineConfig, DeadlineKeeper};
 pub use lifecycle::TaskUpdate;
 pub use service::{
-    DEFAULT_MAX_TASKS_IN_FLIGHT, LocalTaskService, NewTask, Scope, TaskListing, TaskResult,
-    TaskService,
+    DEFAULT_MAX_TASKS_IN_FLIGHT, LocalTaskService, NewTask, Scope, TaskDrafts, TaskListing,
+    TaskResult, TaskService,
 };

@@ -49,35 +49,16 @@ pub struct TaskListing {
 
 pub type TaskResult<T> = Result<T, A2AError>;
 
-/// The task-state service as its callers see it: in process or, later, over gRPC.
+/// The task-state service as its callers see it: in process or over gRPC.
 #[async_trait]
 pub trait TaskService: Send + Sync + std::fmt::Debug + 'static {
     /// Creates a submitted task from the user's message (whose history it starts).
     async fn create(&self, new: NewTask) -> TaskResult<TaskRecord>;
-    /// Whether [`TaskService::draft`] works here: only where every limit on a new task
-    /// can be checked before its commit.
-    fn can_draft(&self) -> bool {
-        false
-    }
-    /// Starts a creation that [`TaskService::create_with`] finishes, so an agent in this
-    /// process can run while its task's creation is on its way to the store: the task as
-    /// it will be created (ids assigned, submitted, seq 1), its open-task slot already
-    /// claimed.
-    fn draft(&self, _new: NewTask) -> TaskResult<TaskRecord> {
-        Err(A2AError::internal("this task service cannot draft tasks"))
-    }
-    /// Creates a task from its [`TaskService::draft`] with `updates` applied after it,
-    /// as one atomic commit: one durable write for a task and its agent's first
-    /// reports. When one of `updates` is refused, the task is created with those before
-    /// it, as if they had been applied one by one; the refusal is returned beside the
-    /// task as stored, and the updates after it are not applied. When the store fails,
-    /// nothing is stored and the draft's slot is freed.
-    async fn create_with(
-        &self,
-        _draft: TaskRecord,
-        _updates: Vec<TaskUpdate>,
-    ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
-        Err(A2AError::internal("this task service cannot draft tasks"))
+    /// This service's drafts, where it can create a task together with its agent's
+    /// first reports: only in process, where every limit on a new task can be checked
+    /// before its commit.
+    fn drafts(&self) -> Option<&dyn TaskDrafts> {
+        None
     }
     /// Returns the task if it exists and is visible in `scope`.
     async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord>;
@@ -349,26 +330,30 @@ fn submitted(new: NewTask) -> TaskRecord {
     }
 }
 
+/// A task created together with its agent's first reports, as one commit where there
+/// would be two: [`TaskDrafts::draft`] gives the task as it will be created, so an agent
+/// in this process can run while the creation is on its way to the store, and
+/// [`TaskDrafts::create_with`] commits it with what the agent reported meanwhile.
 #[async_trait]
-impl TaskService for LocalTaskService {
-    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
-        let record = submitted(new);
-        self.claim_slot(&record)?;
-        self.commit_new(record, Vec::new())
-            .await
-            .map(|(record, _)| Arc::unwrap_or_clone(record))
-    }
+pub trait TaskDrafts: Send + Sync {
+    /// The task as it will be created (ids assigned, submitted, seq 1), its open-task
+    /// slot already claimed.
+    fn draft(&self, new: NewTask) -> TaskResult<TaskRecord>;
+    /// Creates a task from its draft with `updates` applied after it, as one atomic
+    /// commit. When one of `updates` is refused, the task is created with those before
+    /// it, as if they had been applied one by one; the refusal is returned beside the
+    /// task as stored, and the updates after it are not applied. When the store fails,
+    /// nothing is stored and the draft's slot is freed.
+    async fn create_with(
+        &self,
+        draft: TaskRecord,
+        updates: Vec<TaskUpdate>,
+    ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)>;
+}
 
-    fn can_draft(&self) -> bool {
-        matches!(self.limit, OpenTaskLimit::Local(_))
-    }
-
+#[async_trait]
+impl TaskDrafts for LocalTaskService {
     fn draft(&self, new: NewTask) -> TaskResult<TaskRecord> {
-        if !self.can_draft() {
-            return Err(A2AError::internal(
-                "tasks cannot be drafted when a shared store counts the open tasks",
-            ));
-        }
         let record = submitted(new);
         self.claim_slot(&record)?;
         Ok(record)
@@ -380,6 +365,26 @@ impl TaskService for LocalTaskService {
         updates: Vec<TaskUpdate>,
     ) -> TaskResult<(Arc<TaskRecord>, Option<A2AError>)> {
         self.commit_new(draft, updates).await
+    }
+}
+
+#[async_trait]
+impl TaskService for LocalTaskService {
+    async fn create(&self, new: NewTask) -> TaskResult<TaskRecord> {
+        let record = submitted(new);
+        self.claim_slot(&record)?;
+        self.commit_new(record, Vec::new())
+            .await
+            .map(|(record, _)| Arc::unwrap_or_clone(record))
+    }
+
+    /// None where a shared store counts the open tasks: the limit is checked by the
+    /// creation's commit itself.
+    fn drafts(&self) -> Option<&dyn TaskDrafts> {
+        match self.limit {
+            OpenTaskLimit::Local(_) => Some(self),
+            _ => None,
+        }
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> TaskResult<TaskRecord> {
@@ -788,7 +793,7 @@ mod tests {
     async fn a_draft_is_created_with_its_first_updates_as_one_commit() {
         let svc = LocalTaskService::new(Arc::new(MemoryStore::new()), Arc::new(LocalBus::new()))
             .with_max_in_flight(1);
-        assert!(svc.can_draft());
+        assert!(svc.drafts().is_some());
         let new = NewTask {
             scope: scope(),
             message: user("hi"),
@@ -840,13 +845,8 @@ mod tests {
     #[tokio::test]
     async fn a_shared_limit_cannot_draft() {
         let svc = service().with_shared_max_in_flight(5);
-        assert!(!svc.can_draft());
-        let new = NewTask {
-            scope: scope(),
-            message: user("hi"),
-            metadata: None,
-        };
-        assert_eq!(svc.draft(new).unwrap_err().kind, ErrorKind::Internal);
+        assert!(svc.drafts().is_none());
+        assert!(service().drafts().is_some());
     }
 
     #[tokio::test]
