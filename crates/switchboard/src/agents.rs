@@ -12,7 +12,7 @@ use sb_gateway::jwt::{JwksSource, JwtVerifier};
 use sb_registry::HostedAgent;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, AgentConfig, Config};
+use crate::config::{self, AgentConfig, AgentKind, CardForm, Config};
 
 /// The agent's authentication: its own credentials plus the global `--auth-token`s.
 /// A JWKS URL is fetched now and refreshed in the background until `stop`.
@@ -110,22 +110,22 @@ pub(crate) fn build_agent(
     if let Some(agent) = embedded.get(&config.name) {
         return Ok(agent.clone());
     }
-    Ok(match config.kind.as_str() {
-        "embedded" => anyhow::bail!(
+    Ok(match config.kind {
+        AgentKind::Embedded => anyhow::bail!(
             "agent \"{}\" is of kind \"embedded\", but the program running Switchboard \
              registered no agent of that name (Switchboard::agent)",
             config.name
         ),
-        "consolidate" => {
+        AgentKind::Consolidate => {
             let mut agent = ConsolidateAgent::default();
             if let Some(ms) = config.pause_ms {
                 agent.pause = Duration::from_millis(ms);
             }
             Arc::new(agent)
         }
-        "conformance" => Arc::new(ConformanceAgent::default()),
-        "bench" => Arc::new(BenchAgent),
-        _ => Arc::new(EchoAgent),
+        AgentKind::Conformance => Arc::new(ConformanceAgent::default()),
+        AgentKind::Bench => Arc::new(BenchAgent),
+        AgentKind::Echo => Arc::new(EchoAgent),
     })
 }
 
@@ -162,7 +162,7 @@ pub(crate) async fn host_agents(
             extensions: vec![resume_extension(config.memory && config.backend.is_none())],
             security_schemes,
             security_requirements,
-            merged_card_by_default: agent_config.card.as_deref() != Some("1.0"),
+            merged_card_by_default: agent_config.card == CardForm::Merged,
             extended_card: auth.is_enabled(),
         });
         auths.insert(agent_config.name.clone(), auth);

@@ -2,13 +2,11 @@
 //! Redis shared by every replica.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use sb_store::{
     DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, RedisBus,
     RedisStore, RedisWorkQueue, TaskStore, WorkQueue,
 };
-use sb_webhooks::{AddressPolicy, DeliveryMetrics, DispatcherConfig};
 
 use crate::config::Config;
 
@@ -52,6 +50,8 @@ impl Backend {
     }
 }
 
+/// The backend `config` names: Redis (`backend`), memory (`memory`) or the embedded
+/// store in `data_dir`.
 pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
     if let Some(url) = &config.backend {
         let prefix = &config.redis_prefix;
@@ -91,45 +91,4 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
         queue: None,
         embedded: Some(store),
     })
-}
-
-pub(crate) fn dispatcher_config(
-    config: &Config,
-    policy: Arc<AddressPolicy>,
-    metrics: Arc<DeliveryMetrics>,
-) -> DispatcherConfig {
-    DispatcherConfig {
-        metrics,
-        retry_delays: config
-            .webhook_retry_delays_ms
-            .iter()
-            .map(|ms| Duration::from_millis(*ms))
-            .collect(),
-        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
-        sweep_every: sb_webhooks::dispatcher::DEFAULT_SWEEP,
-        policy,
-        signing_secrets: config
-            .agents
-            .iter()
-            .filter_map(|a| {
-                let secret = a.webhook_secret.as_deref()?;
-                let key = sb_webhooks::signing::parse_secret(secret).ok()?;
-                Some((a.name.clone(), key))
-            })
-            .collect(),
-    }
-}
-
-pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolicy>> {
-    Ok(Arc::new(
-        AddressPolicy::parse(&config.webhook_allow.join(",")).map_err(|e| anyhow::anyhow!(e))?,
-    ))
-}
-
-pub(crate) fn deadlines(config: &Config) -> sb_tasks::DeadlineConfig {
-    sb_tasks::DeadlineConfig {
-        terminal_ttl: Duration::from_secs(config.task_ttl_secs),
-        input_timeout: Duration::from_secs(config.input_timeout_secs),
-        stall_timeout: Duration::from_secs(config.stall_timeout_secs),
-    }
 }

@@ -57,61 +57,11 @@ struct WorkerArgs {
 
 #[derive(Debug, Default, clap::Args)]
 struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "SWITCHBOARD_LISTEN")]
-    listen: Option<std::net::SocketAddr>,
-    /// Directory of the embedded store.
-    #[arg(long, env = "SWITCHBOARD_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// Keep everything in memory (nothing survives a restart).
-    #[arg(long, env = "SWITCHBOARD_MEMORY")]
-    memory: bool,
     /// TOML configuration file.
     #[arg(long, env = "SWITCHBOARD_CONFIG")]
     config: Option<PathBuf>,
-    /// Base URL clients reach this server at (written into the agent cards).
-    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
-    public_url: Option<String>,
-    /// Largest accepted request body, in bytes.
-    #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES")]
-    max_body_bytes: Option<usize>,
-    /// The agent also served at the root ("" for none).
-    #[arg(long, env = "SWITCHBOARD_DEFAULT_AGENT")]
-    default_agent: Option<String>,
-    /// Trust these webhook targets beyond the public internet (CIDRs, addresses, host
-    /// names; comma-separated or repeated), e.g. `127.0.0.1/32` for a local receiver.
-    #[arg(long, env = "SWITCHBOARD_WEBHOOK_ALLOW", value_delimiter = ',')]
-    webhook_allow: Vec<String>,
-    /// Require `Authorization: Bearer TOKEN` on every hosted agent, as PRINCIPAL=TOKEN
-    /// (repeatable, or comma-separated in the environment).
-    #[arg(
-        long = "auth-token",
-        env = "SWITCHBOARD_AUTH_TOKENS",
-        value_delimiter = ','
-    )]
-    auth_tokens: Vec<String>,
-    /// Enables the admin endpoints (`/admin/…`, e.g. dead letters) for this bearer token.
-    #[arg(long, env = "SWITCHBOARD_ADMIN_TOKEN")]
-    admin_token: Option<String>,
-    /// Run only these services (comma-separated: gateway, tasks, fanout, dispatcher,
-    /// registry); without it every service runs in this one process.
-    #[arg(long, env = "SWITCHBOARD_SERVICES", value_delimiter = ',')]
-    services: Vec<String>,
-    /// Shared state in Redis: `redis://[:password@]host:port/db`, or `rediss://` for TLS.
-    #[arg(long, env = "SWITCHBOARD_BACKEND")]
-    backend: Option<String>,
-    /// The task-state service (comma-separated replica URLs, `http://host:port`).
-    #[arg(long, env = "SWITCHBOARD_TASKS_URL")]
-    tasks_url: Option<String>,
-    /// The fan-out service (comma-separated replica URLs).
-    #[arg(long, env = "SWITCHBOARD_FANOUT_URL")]
-    fanout_url: Option<String>,
-    /// The registry service (comma-separated replica URLs).
-    #[arg(long, env = "SWITCHBOARD_REGISTRY_URL")]
-    registry_url: Option<String>,
-    /// The dispatcher service, for the admin endpoints on a gateway.
-    #[arg(long, env = "SWITCHBOARD_DISPATCHER_URL")]
-    dispatcher_url: Option<String>,
+    #[command(flatten)]
+    settings: Overrides,
     /// Only check the configuration: print what is wrong (exit 64) or "config ok".
     #[arg(long)]
     check: bool,
@@ -130,24 +80,7 @@ pub fn main() -> ExitCode {
         Ok(file) => file,
         Err(code) => return code,
     };
-    let overrides = Overrides {
-        listen: args.listen,
-        data_dir: args.data_dir,
-        memory: args.memory,
-        public_url: args.public_url,
-        max_body_bytes: args.max_body_bytes,
-        default_agent: args.default_agent,
-        webhook_allow: args.webhook_allow,
-        auth_tokens: args.auth_tokens,
-        admin_token: args.admin_token,
-        services: args.services,
-        backend: args.backend,
-        tasks_url: args.tasks_url,
-        fanout_url: args.fanout_url,
-        registry_url: args.registry_url,
-        dispatcher_url: args.dispatcher_url,
-    };
-    let config = match config::load(file.as_deref(), overrides) {
+    let config = match config::load(file.as_deref(), args.settings) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("switchboard: {message}");
@@ -162,9 +95,9 @@ pub fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    let service = match config.services.as_slice() {
-        [] => "switchboard".to_owned(),
-        services => format!("switchboard-{}", services.join("-")),
+    let service = match config.is_split() {
+        false => "switchboard".to_owned(),
+        true => format!("switchboard-{}", config.service_names("-")),
     };
     let _telemetry = init_telemetry(&service);
     let runtime = match runtime() {

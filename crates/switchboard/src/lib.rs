@@ -2,13 +2,16 @@
 //! services. `main.rs` only calls [`main`]; tests drive [`serve`] directly.
 //!
 //! # Layout
-//! - [`cli`]: the command line (`serve`, `health`), logging and signals.
+//! - [`cli`]: the command line (`serve`, `worker`, `health`), logging and signals.
 //! - [`config`]: the configuration tree and its pure loader.
 //! - [`serve`]: the all-in-one deployment (the default), running until shutdown;
 //!   [`Switchboard`] runs it inside a program of your own, with agents written in Rust.
 //! - [`split`]: any subset of the services, sharing state through Redis and calling
 //!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
-//! - `agents`, `backend`, `observe`: the configured agents, where state lives, metrics.
+//! - `wiring`: what both deployments build the same way (the task-state service, the
+//!   dispatcher, deadlines, a gateway's state, serving until shutdown).
+//! - `agents`, `backend`, `observe`: the configured agents, where state lives (the
+//!   store and bus), metrics.
 //! - `mux`: HTTP and gRPC on one port, routed by content type; `http`: the server loop.
 
 mod agents;
@@ -20,6 +23,7 @@ mod mux;
 mod observe;
 pub mod serve;
 pub mod split;
+mod wiring;
 pub mod worker;
 
 pub use cli::main;

@@ -10,17 +10,17 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
-use sb_gateway::AppState;
 use sb_registry::StaticRegistry;
-use sb_tasks::{DeadlineKeeper, LocalTaskService};
-use sb_webhooks::{DeliveryMetrics, Dispatcher, LocalPushConfigs};
+use sb_webhooks::LocalPushConfigs;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::service::RoutesBuilder;
 
 use crate::agents::{EmbeddedAgents, host_agents};
 use crate::backend;
-use crate::config::{self, AgentConfig, Config};
-use crate::observe::{count_task_events, metrics_router};
+use crate::config::{self, AgentConfig, AgentKind, Config};
+use crate::observe::count_task_events;
+use crate::wiring::{self, GatewayServices, OpenTasks};
 
 /// Runs the configured services on `listener` until `shutdown` completes, then drains
 /// streams and agent runs.
@@ -89,7 +89,9 @@ impl Switchboard {
         }
         for name in embedded.keys() {
             if !config.agents.iter().any(|a| &a.name == name) {
-                config.agents.push(AgentConfig::new(name, "embedded"));
+                config
+                    .agents
+                    .push(AgentConfig::new(name, AgentKind::Embedded));
             }
         }
         config::validate(&config).map_err(anyhow::Error::msg)?;
@@ -104,13 +106,12 @@ async fn serve_all_in_one(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let backend = backend::open(&config).await?;
-    let mut metrics_registry = Registry::default();
-    let bus = count_task_events(backend.bus.clone(), &mut metrics_registry);
-    let task_service = Arc::new(
-        LocalTaskService::new(backend.tasks.clone(), bus.clone())
-            .with_max_in_flight(config.max_tasks_in_flight_per_principal),
-    );
-    let recovered = task_service
+    let mut metrics = Registry::default();
+    let bus = count_task_events(backend.bus.clone(), &mut metrics);
+    let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here);
+    // Agents run only in this process, so a task still running was cut off when the
+    // previous one ended (in the split deployment, the workers' leases tell that).
+    let recovered = tasks
         .recover_unfinished()
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -122,73 +123,43 @@ async fn serve_all_in_one(
     }
     let stop = CancellationToken::new();
     let (agents, hosted, auths) = host_agents(&config, &embedded, &stop).await?;
-    let policy = backend::webhook_policy(&config)?;
-    let delivery_metrics = Arc::new(DeliveryMetrics::default());
-    delivery_metrics.register(&mut metrics_registry);
-    let gateway_metrics = Arc::new(sb_gateway::metrics::GatewayMetrics::default());
-    gateway_metrics.register(&mut metrics_registry);
-    let dispatcher_config = backend::dispatcher_config(&config, policy.clone(), delivery_metrics);
-    let dispatcher = Dispatcher::new(
-        backend.push.clone(),
-        backend.dead.clone(),
-        backend.tasks.clone(),
-        dispatcher_config,
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
-    let registry = Arc::new(StaticRegistry::new(
-        &config.public_url(),
-        &hosted,
-        config.default_agent.as_deref(),
-    ));
-    let host = AgentHost::new(agents, task_service.clone(), bus.clone());
-    let fanout = LocalFanout::new(task_service.clone(), bus.clone());
-    fanout.register(&mut metrics_registry);
-    let state = AppState {
-        tasks: task_service.clone(),
+    let policy = wiring::webhook_policy(&config)?;
+    let dispatcher = wiring::dispatcher(&config, &backend, policy.clone(), &mut metrics)?;
+    let host = AgentHost::new(agents, tasks.clone(), bus.clone());
+    let fanout = LocalFanout::new(tasks.clone(), bus.clone());
+    fanout.register(&mut metrics);
+    let services = GatewayServices {
+        tasks: tasks.clone(),
         fanout: Arc::new(fanout),
         push: Arc::new(LocalPushConfigs::new(
             backend.push.clone(),
-            task_service.clone(),
+            tasks.clone(),
             policy,
         )),
-        registry,
+        registry: Arc::new(StaticRegistry::new(
+            &config.public_url(),
+            &hosted,
+            config.default_agent.as_deref(),
+        )),
         runner: Arc::new(host.clone()),
-        shutdown: stop.clone(),
-        max_body_bytes: config.max_body_bytes,
-        auth: Arc::new(auths),
-        streams: sb_gateway::limits::StreamLimits::with_gauge(
-            config.max_streams_per_principal,
-            gateway_metrics.open_streams.clone(),
-        ),
-        metrics: gateway_metrics,
-        health: backend.health(),
     };
-    let grpc = tonic::service::Routes::new(sb_gateway::grpc::service(state.clone()));
-    let mut app = sb_gateway::router(state).merge(metrics_router(Arc::new(metrics_registry)));
-    if let Some(token) = &config.admin_token {
-        app = app.merge(sb_webhooks::admin::admin_router(
-            Arc::new(dispatcher.clone()),
-            token,
-        ));
-    }
-    let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
-    let keeper = DeadlineKeeper::new(
-        backend::deadlines(&config),
-        task_service.clone(),
-        backend.tasks.clone(),
-        backend.push.clone(),
+    let state = wiring::gateway_state(
+        &config,
+        services,
+        auths,
+        backend.health(),
+        &stop,
+        &mut metrics,
     );
-    tokio::spawn(keeper.run(bus.clone(), stop.clone()));
+    let mut grpc = RoutesBuilder::default();
+    let http = wiring::gateway_routes(state, &mut grpc);
+    let http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));
+    let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
+    wiring::spawn_deadlines(&config, tasks, &backend, bus, &stop);
     tracing::info!(listen = %listener.local_addr()?, public_url = %config.public_url(), "switchboard serving");
-    let stopping = stop.clone();
     // The A2A gRPC binding shares the port with the HTTP ones.
-    let app = crate::mux::by_protocol(grpc.into_axum_router(), app);
-    crate::http::serve(listener, app, config.max_header_bytes, async move {
-        shutdown.await;
-        tracing::info!("shutting down: draining streams and agent runs");
-        stopping.cancel();
-    })
-    .await;
+    let grpc = grpc.routes().into_axum_router();
+    wiring::serve_until(listener, &config, grpc, http, metrics, shutdown, &stop).await;
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     if !host.drain(grace).await {
         tracing::warn!(

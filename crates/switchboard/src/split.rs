@@ -3,57 +3,41 @@
 //! port: `/healthz`, `/metrics`, its gRPC services, and the A2A edge (HTTP bindings and
 //! the public gRPC service) if it is a gateway (HTTP/1.1 and HTTP/2 side by side).
 //! Agents run on remote workers (`switchboard worker`).
+//!
+//! What differs from the all-in-one ([`crate::serve`]): only the named services run; a
+//! gateway calls the task-state, fan-out and registry services over gRPC, even those in
+//! its own process; open tasks are counted in Redis; turns are queued for workers.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sb_agent::Agent;
 use sb_fanout::LocalFanout;
-use sb_gateway::AppState;
+use sb_gateway::Health;
 use sb_registry::StaticRegistry;
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::registry::{RegistryServer, load_registry};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
-use sb_rpc::workers::{HubMetrics, OnWorkerLost, QueuePolicy, QueueRunner, WorkerHub};
-use sb_tasks::{DeadlineKeeper, LocalTaskService};
-use sb_webhooks::{DeliveryMetrics, Dispatcher, LocalPushConfigs};
+use sb_rpc::workers::{HubMetrics, QueuePolicy, QueueRunner, WorkerHub};
+use sb_tasks::LocalTaskService;
+use sb_webhooks::LocalPushConfigs;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::service::RoutesBuilder;
 
-use crate::agents::host_agents;
+use crate::agents::{EmbeddedAgents, host_agents};
 use crate::backend::{self, Backend};
-use crate::config::Config;
-use crate::observe::{count_task_events, metrics_router};
+use crate::config::{Config, Service};
+use crate::observe::count_task_events;
+use crate::wiring::{self, GatewayServices, OpenTasks};
 
 /// How long a gateway waits for the registry service at startup.
 const REGISTRY_PATIENCE: Duration = Duration::from_secs(60);
-
-fn policies(config: &Config) -> Arc<BTreeMap<String, QueuePolicy>> {
-    let policies = config.agents.iter().map(|a| {
-        let policy = QueuePolicy {
-            max_queued: a.max_queued.unwrap_or(QueuePolicy::default().max_queued),
-            on_worker_lost: match a.on_worker_lost.as_deref() {
-                Some("reassign") => OnWorkerLost::Reassign,
-                _ => OnWorkerLost::Fail,
-            },
-        };
-        (a.name.clone(), policy)
-    });
-    Arc::new(policies.collect())
-}
-
-/// This process's own address, for services it calls that also run here.
-fn own_url(listener: &TcpListener) -> anyhow::Result<String> {
-    Ok(format!("http://{}", listener.local_addr()?))
-}
-
-fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {
-    sb_rpc::wire::connect(url).map_err(|e| anyhow::anyhow!(e))
-}
 
 pub async fn serve_split(
     config: Config,
@@ -61,136 +45,62 @@ pub async fn serve_split(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
-    let needs_state = ["tasks", "fanout", "dispatcher"]
-        .iter()
-        .any(|s| config.runs(s));
-    let backend = match needs_state {
+    let backend = match config.services.iter().any(|s| s.needs_backend()) {
         true => Some(backend::open(&config).await?),
         false => None,
     };
-    let mut metrics_registry = Registry::default();
-    let mut grpc = tonic::service::RoutesBuilder::default();
-    let mut app = axum::Router::new();
-    let (agents, hosted, auths) = host_agents(&config, &BTreeMap::new(), &stop).await?;
+    let health = backend.as_ref().map(Backend::health).unwrap_or_default();
+    let mut metrics = Registry::default();
+    let mut grpc = RoutesBuilder::default();
+    let mut http = axum::Router::new();
+    let (agents, hosted, auths) = host_agents(&config, &EmbeddedAgents::new(), &stop).await?;
     let registry = Arc::new(StaticRegistry::new(
         &config.public_url(),
         &hosted,
         config.default_agent.as_deref(),
     ));
-    let mut dispatcher = None;
+    let mut dispatching = None;
     if let Some(backend) = &backend {
-        if config.runs("tasks") {
-            run_tasks(&config, backend, &mut grpc, &mut metrics_registry, &stop).await?;
+        if config.runs(Service::Tasks) {
+            run_tasks(&config, backend, &mut grpc, &mut metrics, &stop)?;
         }
-        if config.runs("fanout") {
-            let reader = Arc::new(LocalTaskService::new(
-                backend.tasks.clone(),
-                backend.bus.clone(),
-            ));
-            let fanout = LocalFanout::new(reader, backend.bus.clone());
-            fanout.register(&mut metrics_registry);
-            let fanout = Arc::new(fanout);
-            let open = prometheus_client::metrics::gauge::Gauge::default();
-            metrics_registry.register(
-                "switchboard_fanout_subscriptions",
-                "Task event subscriptions open on this fan-out node",
-                open.clone(),
-            );
-            grpc.add_service(FanoutServer { fanout, open }.into_service());
+        if config.runs(Service::Fanout) {
+            run_fanout(backend, &mut grpc, &mut metrics);
         }
-        if config.runs("dispatcher") {
-            let metrics = Arc::new(DeliveryMetrics::default());
-            metrics.register(&mut metrics_registry);
-            let policy = backend::webhook_policy(&config)?;
-            let settings = backend::dispatcher_config(&config, policy, metrics);
-            let running = Dispatcher::new(
-                backend.push.clone(),
-                backend.dead.clone(),
-                backend.tasks.clone(),
-                settings,
-            )
-            .map_err(|e| anyhow::anyhow!(e))?;
-            if let Some(token) = &config.admin_token {
-                app = app.merge(sb_webhooks::admin::admin_router(
-                    Arc::new(running.clone()),
-                    token,
-                ));
-            }
+        if config.runs(Service::Dispatcher) {
+            let policy = wiring::webhook_policy(&config)?;
+            let dispatcher = wiring::dispatcher(&config, backend, policy, &mut metrics)?;
+            http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));
             let admin = DispatcherAdminServer {
-                admin: Arc::new(running.clone()),
+                admin: Arc::new(dispatcher.clone()),
             };
             grpc.add_service(admin.into_service());
-            let handle = running.spawn(&*backend.bus, stop.clone()).await?;
-            dispatcher = Some((running, handle));
+            let handle = dispatcher.spawn(&*backend.bus, stop.clone()).await?;
+            dispatching = Some((dispatcher, handle));
         }
     }
-    if config.runs("registry") {
-        grpc.add_service(
-            RegistryServer {
-                registry: registry.clone(),
-            }
-            .into_service(),
-        );
+    if config.runs(Service::Registry) {
+        let server = RegistryServer {
+            registry: registry.clone(),
+        };
+        grpc.add_service(server.into_service());
     }
-    if config.runs("gateway") {
-        let own = own_url(&listener)?;
-        let url = |given: &Option<String>| given.clone().unwrap_or_else(|| own.clone());
-        // The agents' code decides direct replies here at the edge (a pure function of
-        // the message); their turns run on workers.
-        let code: BTreeMap<String, Option<Arc<dyn Agent>>> = agents
-            .into_iter()
-            .map(|(name, agent)| (name, Some(agent)))
-            .collect();
-        let tasks = Arc::new(TaskStateClient::new(
-            channel(&url(&config.tasks_url))?,
-            code,
-        ));
-        let registry: Arc<StaticRegistry> = if config.runs("registry") {
-            registry
-        } else {
-            let loaded =
-                load_registry(channel(&url(&config.registry_url))?, REGISTRY_PATIENCE).await;
-            Arc::new(loaded.map_err(|e| anyhow::anyhow!(e))?)
-        };
-        let gateway_metrics = Arc::new(sb_gateway::metrics::GatewayMetrics::default());
-        gateway_metrics.register(&mut metrics_registry);
-        let state = AppState {
-            tasks: tasks.clone(),
-            fanout: Arc::new(FanoutClient::new(channel(&url(&config.fanout_url))?)),
-            push: tasks.clone(),
-            registry,
-            runner: tasks,
-            shutdown: stop.clone(),
-            max_body_bytes: config.max_body_bytes,
-            auth: Arc::new(auths),
-            streams: sb_gateway::limits::StreamLimits::with_gauge(
-                config.max_streams_per_principal,
-                gateway_metrics.open_streams.clone(),
-            ),
-            metrics: gateway_metrics,
-            health: backend.as_ref().map(Backend::health).unwrap_or_default(),
-        };
+    if config.runs(Service::Gateway) {
+        let services = clients(&config, &listener, agents, registry).await?;
+        let state = wiring::gateway_state(&config, services, auths, health, &stop, &mut metrics);
         // The public A2A gRPC service sits with the internal ones (same content type).
-        grpc.add_service(sb_gateway::grpc::service(state.clone()));
-        app = app.merge(sb_gateway::router(state));
+        http = http.merge(wiring::gateway_routes(state, &mut grpc));
         // The dead letters, through this gateway, of a dispatcher running elsewhere.
-        if let (Some(token), Some(url), false) = (
+        if let (Some(_), Some(url), false) = (
             &config.admin_token,
             &config.dispatcher_url,
-            config.runs("dispatcher"),
+            config.runs(Service::Dispatcher),
         ) {
             let admin = DispatcherAdminClient::new(channel(url)?);
-            app = app.merge(sb_webhooks::admin::admin_router(Arc::new(admin), token));
+            http = wiring::with_admin(&config, http, Arc::new(admin));
         }
     } else {
-        let health = backend.as_ref().map(Backend::health).unwrap_or_default();
-        app = app.route(
-            "/healthz",
-            axum::routing::get(move || {
-                let answer = health.response();
-                async move { answer }
-            }),
-        );
+        http = http.route("/healthz", healthz(health));
     }
     // Each internal call is a span continuing the caller's trace (gRPC metadata).
     let traced = tower_http::trace::TraceLayer::new_for_grpc().make_span_with(
@@ -200,25 +110,16 @@ pub async fn serve_split(
             span
         },
     );
-    let app = crate::mux::by_protocol(
-        grpc.routes().into_axum_router().layer(traced),
-        app.merge(metrics_router(Arc::new(metrics_registry))),
-    );
+    let grpc = grpc.routes().into_axum_router().layer(traced);
     tracing::info!(
         listen = %listener.local_addr()?,
-        services = %config.services.join(","),
+        services = %config.service_names(","),
         "switchboard serving"
     );
-    let stopping = stop.clone();
-    crate::http::serve(listener, app, config.max_header_bytes, async move {
-        shutdown.await;
-        tracing::info!("shutting down");
-        stopping.cancel();
-    })
-    .await;
-    if let Some((running, handle)) = dispatcher {
+    wiring::serve_until(listener, &config, grpc, http, metrics, shutdown, &stop).await;
+    if let Some((dispatcher, handle)) = dispatching {
         handle.abort();
-        if !running
+        if !dispatcher
             .drain(Duration::from_secs(config.shutdown_grace_secs))
             .await
         {
@@ -235,54 +136,120 @@ pub async fn serve_split(
 
 /// The task-state service: tasks and push configs, the turn queue and the workers
 /// attached here, deadlines, and task event counts.
-async fn run_tasks(
+fn run_tasks(
     config: &Config,
     backend: &Backend,
-    grpc: &mut tonic::service::RoutesBuilder,
-    metrics_registry: &mut Registry,
+    grpc: &mut RoutesBuilder,
+    metrics: &mut Registry,
     stop: &CancellationToken,
 ) -> anyhow::Result<()> {
     let Some(queue) = backend.queue.clone() else {
         anyhow::bail!("the tasks service needs the Redis backend for its turn queue");
     };
-    let bus = count_task_events(backend.bus.clone(), metrics_registry);
-    // Counted in Redis: each replica sees only its own commits.
-    let tasks = Arc::new(
-        LocalTaskService::new(backend.tasks.clone(), bus.clone())
-            .with_shared_max_in_flight(config.max_tasks_in_flight_per_principal),
-    );
+    let bus = count_task_events(backend.bus.clone(), metrics);
+    let tasks = wiring::task_service(config, backend, bus.clone(), OpenTasks::Shared);
     let push = Arc::new(LocalPushConfigs::new(
         backend.push.clone(),
         tasks.clone(),
-        backend::webhook_policy(config)?,
+        wiring::webhook_policy(config)?,
     ));
-    let policies = policies(config);
+    let policies: Arc<BTreeMap<String, QueuePolicy>> = Arc::new(
+        config
+            .agents
+            .iter()
+            .map(|agent| (agent.name.clone(), agent.queue_policy()))
+            .collect(),
+    );
     let runner = QueueRunner {
         queue: queue.clone(),
         bus: bus.clone(),
         tasks: tasks.clone(),
         policies: policies.clone(),
     };
-    grpc.add_service(
-        TaskStateServer {
-            tasks: tasks.clone(),
-            push,
-            runner: Arc::new(runner),
-            queue: Some(queue.clone()),
-        }
-        .into_service(),
-    );
+    let server = TaskStateServer {
+        tasks: tasks.clone(),
+        push,
+        runner: Arc::new(runner),
+        queue: Some(queue.clone()),
+    };
+    grpc.add_service(server.into_service());
     let hub_metrics = HubMetrics::default();
-    hub_metrics.register(metrics_registry);
+    hub_metrics.register(metrics);
     let hub = WorkerHub::new(queue, bus.clone(), tasks.clone(), policies, hub_metrics);
     hub.spawn_reclaimer(stop.clone());
     grpc.add_service(hub.into_service());
-    let keeper = DeadlineKeeper::new(
-        backend::deadlines(config),
-        tasks,
-        backend.tasks.clone(),
-        backend.push.clone(),
-    );
-    tokio::spawn(keeper.run(bus, stop.clone()));
+    wiring::spawn_deadlines(config, tasks, backend, bus, stop);
     Ok(())
+}
+
+/// The fan-out service: each subscriber's task log, then its live events from Redis.
+fn run_fanout(backend: &Backend, grpc: &mut RoutesBuilder, metrics: &mut Registry) {
+    // Only reads tasks, so no limit of open tasks applies.
+    let reader = Arc::new(LocalTaskService::new(
+        backend.tasks.clone(),
+        backend.bus.clone(),
+    ));
+    let fanout = LocalFanout::new(reader, backend.bus.clone());
+    fanout.register(metrics);
+    let open = Gauge::default();
+    metrics.register(
+        "switchboard_fanout_subscriptions",
+        "Task event subscriptions open on this fan-out node",
+        open.clone(),
+    );
+    let server = FanoutServer {
+        fanout: Arc::new(fanout),
+        open,
+    };
+    grpc.add_service(server.into_service());
+}
+
+/// What a gateway reaches the other services through: gRPC clients, even of services
+/// running in this process (the `--…-url` options default to its own address). Only
+/// the registry running here is used directly: its cards are fixed at startup.
+async fn clients(
+    config: &Config,
+    listener: &TcpListener,
+    agents: BTreeMap<String, Arc<dyn Agent>>,
+    registry: Arc<StaticRegistry>,
+) -> anyhow::Result<GatewayServices> {
+    let own = format!("http://{}", listener.local_addr()?);
+    let url = |given: &Option<String>| given.clone().unwrap_or_else(|| own.clone());
+    // The agents' code decides direct replies here at the edge (a pure function of the
+    // message); their turns run on workers.
+    let code: BTreeMap<String, Option<Arc<dyn Agent>>> = agents
+        .into_iter()
+        .map(|(name, agent)| (name, Some(agent)))
+        .collect();
+    let tasks = Arc::new(TaskStateClient::new(
+        channel(&url(&config.tasks_url))?,
+        code,
+    ));
+    let registry = match config.runs(Service::Registry) {
+        true => registry,
+        false => {
+            let loaded =
+                load_registry(channel(&url(&config.registry_url))?, REGISTRY_PATIENCE).await;
+            Arc::new(loaded.map_err(|e| anyhow::anyhow!(e))?)
+        }
+    };
+    Ok(GatewayServices {
+        tasks: tasks.clone(),
+        fanout: Arc::new(FanoutClient::new(channel(&url(&config.fanout_url))?)),
+        push: tasks.clone(),
+        registry,
+        runner: tasks,
+    })
+}
+
+fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {
+    sb_rpc::wire::connect(url).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// `GET /healthz` of a process without a gateway (a gateway answers it itself).
+fn healthz(health: Health) -> axum::routing::MethodRouter {
+    axum::routing::get(move || {
+        let answer = health.response();
+        async move { answer }
+    })
 }

@@ -31,6 +31,11 @@ fn invalid_config_exits_64_with_the_reason() {
 
     let out = switchboard(&["serve", "--max-body-bytes", "10"]);
     assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("max_body_bytes must be at least 1024"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -48,5 +53,72 @@ fn health_fails_when_nothing_listens() {
         .unwrap()
         .port();
     let out = switchboard(&["health", &format!("127.0.0.1:{port}")]);
-    assert!(!out.status.success());
+    // Exit 1 with the probe's reason: not a usage error (2) or a panic (101).
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("switchboard at 127.0.0.1:{port} did not answer")),
+        "{stderr}"
+    );
+}
+
+/// `serve --check --memory ARGS` with `envs` set (and none of those inherited).
+fn check(args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--check", "--memory"])
+        .args(args)
+        .env_remove("SWITCHBOARD_LISTEN")
+        .env_remove("SWITCHBOARD_SERVICES")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn flags_win_over_the_environment_which_wins_over_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("listen.toml");
+    std::fs::write(&file, "listen = \"127.0.0.1:9000\"\n").unwrap();
+    let file = file.to_str().unwrap();
+    let listening = |out: std::process::Output| {
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        stdout.trim().rsplit(' ').next().unwrap().to_owned()
+    };
+    assert_eq!(listening(check(&[], &[])), "127.0.0.1:8080");
+    assert_eq!(listening(check(&["--config", file], &[])), "127.0.0.1:9000");
+    let env = [("SWITCHBOARD_LISTEN", "127.0.0.1:9001")];
+    assert_eq!(
+        listening(check(&["--config", file], &env)),
+        "127.0.0.1:9001"
+    );
+    let flag = ["--config", file, "--listen", "127.0.0.1:9002"];
+    assert_eq!(listening(check(&flag, &env)), "127.0.0.1:9002");
+}
+
+#[test]
+fn services_are_named_by_flag_or_environment() {
+    let redis = ["--backend", "redis://127.0.0.1:6379"];
+    let out = check(&[&redis[..], &["--services", "fanout,tasks"]].concat(), &[]);
+    assert!(out.status.success(), "{out:?}");
+    let out = check(&redis, &[("SWITCHBOARD_SERVICES", "fanout,dispatcher")]);
+    assert!(out.status.success(), "{out:?}");
+
+    // A wrong name is a configuration error, whichever way it came.
+    for out in [
+        check(
+            &[&redis[..], &["--services", "fanout,worker"]].concat(),
+            &[],
+        ),
+        check(&redis, &[("SWITCHBOARD_SERVICES", "worker")]),
+    ] {
+        assert_eq!(out.status.code(), Some(64), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "unknown variant `worker`, expected one of `gateway`, `tasks`, `fanout`, `dispatcher`, `registry`"
+            ) && stderr.contains("services"),
+            "{stderr}"
+        );
+    }
 }

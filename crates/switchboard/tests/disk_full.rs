@@ -162,8 +162,15 @@ async fn a_full_disk_fails_writes_clearly_and_health_reports_it() {
     assert!(body.contains("disk full"), "{body}");
     let probe = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["health", &server.addr])
-        .stderr(Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert!(!probe.success(), "the container health check fails too");
+    // Fails because the server answered unhealthy: not because it is gone (a crash),
+    // nor for a usage error.
+    let said = String::from_utf8_lossy(&probe.stderr);
+    assert_eq!(
+        probe.status.code(),
+        Some(1),
+        "the container health check fails too: {said}"
+    );
+    assert!(said.contains("is not healthy"), "{said}");
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::config::{self, Config, Overrides};
+use switchboard::config::{self, Config, Overrides, Service};
 use tokio_util::sync::CancellationToken;
 
 /// The example's agent, so what the example shows is what is tested.
@@ -135,7 +135,7 @@ async fn an_agent_under_a_name_the_paths_cannot_carry_is_refused() {
 #[tokio::test]
 async fn a_split_deployment_points_agents_to_workers() {
     let mut config = memory_config(None);
-    config.services = vec!["gateway".into()];
+    config.services = vec![Service::Gateway];
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let served = switchboard::Switchboard::new(config)
         .agent("shout", Shout)

@@ -241,15 +241,20 @@ async fn sigterm_drains_streams_and_exits() {
     let pid = server.child.id().to_string();
     let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
+    let mut relayed = String::from_utf8_lossy(&first).into_owned();
     let drained = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some(chunk) = body.next().await {
-            if chunk.is_err() {
-                break;
-            }
+        while let Some(Ok(chunk)) = body.next().await {
+            relayed.push_str(&String::from_utf8_lossy(&chunk));
         }
     })
     .await;
     assert!(drained.is_ok(), "the stream did not end after SIGTERM");
+    // Ended by the shutdown, not by the task: the run (eight transcripts, 200 ms
+    // each) was still going.
+    assert!(
+        !relayed.contains("TASK_STATE_COMPLETED"),
+        "the stream ran to the task's end: {relayed}"
+    );
 
     let mut server = server;
     let mut exit = None;
@@ -269,7 +274,9 @@ async fn sigterm_drains_streams_and_exits() {
         let server = Server::start(dir.path()).await;
         let task = server.get("consolidate", &task_id).await;
         let state = task["status"]["state"].clone();
-        assert!(state.is_string(), "{task}");
+        // The run finished within the grace period (one cut short would be failed
+        // by this start).
+        assert_eq!(state, "TASK_STATE_COMPLETED", "{task}");
         state
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -444,19 +451,21 @@ async fn input_deadline_cancels_and_notifies() {
 async fn queued_deliveries_survive_kill_9() {
     use axum::http::{HeaderMap, StatusCode};
     use axum::routing::post;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     let accepting = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(AtomicUsize::new(0));
     let accepted: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
-    let (flag, sink) = (accepting.clone(), accepted.clone());
+    let (flag, refusals, sink) = (accepting.clone(), refused.clone(), accepted.clone());
     let app = axum::Router::new().route(
         "/hook",
         post(
             move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
-                let (flag, sink) = (flag.clone(), sink.clone());
+                let (flag, refusals, sink) = (flag.clone(), refusals.clone(), sink.clone());
                 async move {
                     if !flag.load(Ordering::SeqCst) {
+                        refusals.fetch_add(1, Ordering::SeqCst);
                         return StatusCode::SERVICE_UNAVAILABLE;
                     }
                     let id = headers["webhook-id"].to_str().unwrap().to_owned();
@@ -485,9 +494,16 @@ async fn queued_deliveries_survive_kill_9() {
     let task = server.rpc("echo", "SendMessage", message).await["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     let task_id = task["id"].as_str().unwrap().to_owned();
-    // The first delivery was refused and now waits a minute to retry: kill the server.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(accepted.lock().unwrap().is_empty());
+    // Once the first delivery has been refused (it now waits a minute to retry), kill
+    // the server.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while refused.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no delivery attempt reached the receiver before the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     server.kill_9();
 
     accepting.store(true, Ordering::SeqCst);

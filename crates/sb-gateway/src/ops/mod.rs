@@ -7,7 +7,7 @@
 //!   ends, SubscribeToTask with the resume cursor.
 //! - [`tasks`]: GetTask, ListTasks, CancelTask.
 //! - [`push`]: the push-notification config operations.
-//! - [`card`]: GetExtendedAgentCard.
+//! - [`card`](mod@card): GetExtendedAgentCard.
 
 mod card;
 mod push;

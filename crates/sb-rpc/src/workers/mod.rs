@@ -21,7 +21,9 @@ pub use worker::{WorkerOptions, run_worker};
 use std::time::Duration;
 
 /// What happens to a turn whose worker is lost (stopped heartbeating or disconnected).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// In configuration files: `"fail"` or `"reassign"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OnWorkerLost {
     /// Fail the task with the reason.
     #[default]

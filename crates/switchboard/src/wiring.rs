@@ -1,0 +1,207 @@
+//! What both deployments build the same way from the configuration: the task-state
+//! service, the webhook dispatcher, the deadline keeper, a gateway's state and routes,
+//! and the port served until shutdown. [`crate::serve`] hands them services running in
+//! its own process; [`crate::split`] hands a gateway gRPC clients of the services that
+//! run elsewhere, and builds only the services its process runs.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use sb_agent::TurnRunner;
+use sb_fanout::Fanout;
+use sb_gateway::auth::AgentAuth;
+use sb_gateway::limits::StreamLimits;
+use sb_gateway::metrics::GatewayMetrics;
+use sb_gateway::{AppState, Health};
+use sb_registry::CardRegistry;
+use sb_store::EventBus;
+use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService, TaskService};
+use sb_webhooks::admin::{DeadLetterAdmin, admin_router};
+use sb_webhooks::dispatcher::DEFAULT_SWEEP;
+use sb_webhooks::{
+    AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig, PushConfigService,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::Backend;
+use crate::config::Config;
+use crate::observe::metrics_router;
+
+/// Where a principal's open tasks are counted against
+/// `max_tasks_in_flight_per_principal`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpenTasks {
+    /// In this process, the only one creating tasks.
+    Here,
+    /// In the shared backend, with each create: every replica creates tasks.
+    Shared,
+}
+
+/// The task-state service over the backend's store, publishing on `bus`.
+pub(crate) fn task_service(
+    config: &Config,
+    backend: &Backend,
+    bus: Arc<dyn EventBus>,
+    open: OpenTasks,
+) -> Arc<LocalTaskService> {
+    let service = LocalTaskService::new(backend.tasks.clone(), bus);
+    let limit = config.max_tasks_in_flight_per_principal;
+    Arc::new(match open {
+        OpenTasks::Here => service.with_max_in_flight(limit),
+        OpenTasks::Shared => service.with_shared_max_in_flight(limit),
+    })
+}
+
+/// The webhook targets trusted beyond the public internet; the dispatcher and the push
+/// configs' checks share it.
+pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolicy>> {
+    let policy = AddressPolicy::parse(&config.webhook_allow.join(","));
+    Ok(Arc::new(policy.map_err(anyhow::Error::msg)?))
+}
+
+/// The webhook dispatcher over the backend, its delivery metrics registered; it delivers
+/// once [`Dispatcher::spawn`] has it follow the bus.
+pub(crate) fn dispatcher(
+    config: &Config,
+    backend: &Backend,
+    policy: Arc<AddressPolicy>,
+    metrics: &mut Registry,
+) -> anyhow::Result<Dispatcher> {
+    let delivery = Arc::new(DeliveryMetrics::default());
+    delivery.register(metrics);
+    let signing_secrets = config.agents.iter().filter_map(|agent| {
+        let secret = agent.webhook_secret.as_deref()?;
+        // Checked when the configuration was loaded.
+        let key = sb_webhooks::signing::parse_secret(secret).ok()?;
+        Some((agent.name.clone(), key))
+    });
+    let settings = DispatcherConfig {
+        retry_delays: config
+            .webhook_retry_delays_ms
+            .iter()
+            .map(|ms| Duration::from_millis(*ms))
+            .collect(),
+        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
+        policy,
+        signing_secrets: signing_secrets.collect(),
+        metrics: delivery,
+        sweep_every: DEFAULT_SWEEP,
+    };
+    let dispatcher = Dispatcher::new(
+        backend.push.clone(),
+        backend.dead.clone(),
+        backend.tasks.clone(),
+        settings,
+    );
+    dispatcher.map_err(anyhow::Error::new)
+}
+
+/// Keeps the input and stall timeouts of the tasks `bus` tells of, and evicts finished
+/// tasks past their TTL, until `stop`.
+pub(crate) fn spawn_deadlines(
+    config: &Config,
+    tasks: Arc<LocalTaskService>,
+    backend: &Backend,
+    bus: Arc<dyn EventBus>,
+    stop: &CancellationToken,
+) {
+    let deadlines = DeadlineConfig {
+        terminal_ttl: Duration::from_secs(config.task_ttl_secs),
+        input_timeout: Duration::from_secs(config.input_timeout_secs),
+        stall_timeout: Duration::from_secs(config.stall_timeout_secs),
+    };
+    let keeper = DeadlineKeeper::new(
+        deadlines,
+        tasks,
+        backend.tasks.clone(),
+        backend.push.clone(),
+    );
+    tokio::spawn(keeper.run(bus, stop.clone()));
+}
+
+/// The services a gateway answers from: in its process (all-in-one) or gRPC clients of
+/// other processes (split).
+#[derive(Debug)]
+pub(crate) struct GatewayServices {
+    pub tasks: Arc<dyn TaskService>,
+    pub fanout: Arc<dyn Fanout>,
+    pub push: Arc<dyn PushConfigService>,
+    pub registry: Arc<dyn CardRegistry>,
+    pub runner: Arc<dyn TurnRunner>,
+}
+
+/// A gateway's state over `services`, its metrics registered: what its bindings share.
+pub(crate) fn gateway_state(
+    config: &Config,
+    services: GatewayServices,
+    auths: BTreeMap<String, AgentAuth>,
+    health: Health,
+    stop: &CancellationToken,
+    metrics: &mut Registry,
+) -> AppState {
+    let gateway_metrics = Arc::new(GatewayMetrics::default());
+    gateway_metrics.register(metrics);
+    AppState {
+        tasks: services.tasks,
+        fanout: services.fanout,
+        push: services.push,
+        registry: services.registry,
+        runner: services.runner,
+        shutdown: stop.clone(),
+        max_body_bytes: config.max_body_bytes,
+        auth: Arc::new(auths),
+        streams: StreamLimits::with_gauge(
+            config.max_streams_per_principal,
+            gateway_metrics.open_streams.clone(),
+        ),
+        metrics: gateway_metrics,
+        health,
+    }
+}
+
+/// The gateway's A2A bindings: its public gRPC service is added to `grpc`, its HTTP
+/// routes returned.
+pub(crate) fn gateway_routes(
+    state: AppState,
+    grpc: &mut tonic::service::RoutesBuilder,
+) -> axum::Router {
+    grpc.add_service(sb_gateway::grpc::service(state.clone()));
+    sb_gateway::router(state)
+}
+
+/// `http` with the dead-letter admin endpoints of `admin` when an admin token is set.
+pub(crate) fn with_admin(
+    config: &Config,
+    http: axum::Router,
+    admin: Arc<dyn DeadLetterAdmin>,
+) -> axum::Router {
+    match &config.admin_token {
+        Some(token) => http.merge(admin_router(admin, token)),
+        None => http,
+    }
+}
+
+/// Serves `grpc` and `http` (with `/metrics`) on one port until `shutdown`, which
+/// cancels `stop` so open streams end, then waits for the connections to close.
+pub(crate) async fn serve_until(
+    listener: TcpListener,
+    config: &Config,
+    grpc: axum::Router,
+    http: axum::Router,
+    metrics: Registry,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    stop: &CancellationToken,
+) {
+    let app = crate::mux::by_protocol(grpc, http.merge(metrics_router(Arc::new(metrics))));
+    let stop = stop.clone();
+    crate::http::serve(listener, app, config.max_header_bytes, async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining open streams");
+        stop.cancel();
+    })
+    .await;
+}
