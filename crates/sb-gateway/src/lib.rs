@@ -11,6 +11,7 @@
 //! - [`grpc`]: the gRPC binding, a tonic service over the same operations and state.
 //! - [`wire`]: result encoding per dialect and SSE framing.
 //! - [`cards`]: Agent Card responses with conditional GET.
+//! - [`state`]: [`AppState`], what the bindings share, and how it is built.
 //!
 //! The gateway holds no state of its own: tasks, streams, push configs and cards come
 //! from the services behind the traits in [`AppState`].
@@ -25,9 +26,10 @@ pub mod limits;
 pub mod metrics;
 pub mod ops;
 pub mod rest;
+pub mod state;
 pub mod wire;
 
-use std::sync::Arc;
+pub use state::{AppState, EdgeLimits, Health, Services};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -36,73 +38,9 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::get;
 use binding::Binding;
-use sb_agent::TurnRunner;
-use sb_fanout::Fanout;
 use sb_protocol::{A2AError, ErrorKind, Version};
-use sb_registry::CardRegistry;
-use sb_tasks::{Scope, TaskService};
-use sb_webhooks::PushConfigService;
+use sb_tasks::Scope;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-/// Everything the gateway calls, behind traits.
-#[derive(Clone, Debug)]
-pub struct AppState {
-    pub tasks: Arc<dyn TaskService>,
-    pub fanout: Arc<dyn Fanout>,
-    pub push: Arc<dyn PushConfigService>,
-    pub registry: Arc<dyn CardRegistry>,
-    /// Starts agent turns, in this process or on remote workers.
-    pub runner: Arc<dyn TurnRunner>,
-    /// Fires on shutdown: open streams end so connections drain.
-    pub shutdown: CancellationToken,
-    /// Largest accepted request body, in bytes.
-    pub max_body_bytes: usize,
-    /// How each hosted agent authenticates callers; agents missing here need none.
-    pub auth: Arc<std::collections::BTreeMap<String, auth::AgentAuth>>,
-    /// Open streams per principal on this node.
-    pub streams: Arc<limits::StreamLimits>,
-    pub metrics: Arc<metrics::GatewayMetrics>,
-    /// What `/healthz` reports.
-    pub health: Health,
-}
-
-/// Whether this process can still do its work. A fault that only a restart clears (the
-/// embedded store after a failed write it could not undo) makes `/healthz` answer 503
-/// with the reason, so a supervisor (Kubernetes' liveness probe, `switchboard health`)
-/// restarts the process instead of leaving it up and refusing every write.
-#[derive(Clone, Default)]
-pub struct Health(Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>);
-
-impl Health {
-    /// Healthy unless `fault` names a reason.
-    pub fn watching(fault: impl Fn() -> Option<String> + Send + Sync + 'static) -> Health {
-        Health(Some(Arc::new(fault)))
-    }
-
-    pub fn fault(&self) -> Option<String> {
-        self.0.as_ref().and_then(|fault| fault())
-    }
-
-    /// The `/healthz` answer: 200 `ok`, or 503 with the reason.
-    pub fn response(&self) -> Response {
-        use axum::response::IntoResponse;
-        match self.fault() {
-            None => "ok".into_response(),
-            Some(reason) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("unhealthy: {reason}"),
-            )
-                .into_response(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Health {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Health").field(&self.fault()).finish()
-    }
-}
 
 async fn healthz(State(state): State<AppState>) -> Response {
     state.health.response()

@@ -11,19 +11,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use sb_a2a_grpc::pb;
 use sb_a2a_grpc::pb::a2a_service_client::A2aServiceClient;
-use sb_agent::builtin::{ConformanceAgent, EchoAgent};
-use sb_agent::{Agent, AgentHost};
-use sb_fanout::LocalFanout;
-use sb_gateway::AppState;
 use sb_gateway::auth::{AgentAuth, Credential};
-use sb_registry::{HostedAgent, StaticRegistry};
-use sb_store::{EventBus, LocalBus, MemoryStore};
-use sb_tasks::LocalTaskService;
-use sb_webhooks::LocalPushConfigs;
-use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
+
+mod support;
 
 type Client = A2aServiceClient<Channel>;
 
@@ -42,49 +35,7 @@ async fn serve(token: Option<&str>) -> Client {
         };
         auth.insert("echo".to_owned(), echo);
     }
-    let store = Arc::new(MemoryStore::new());
-    let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
-    let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
-    let mut agents: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
-    agents.insert("echo".into(), Arc::new(EchoAgent));
-    agents.insert("conformance".into(), Arc::new(ConformanceAgent::default()));
-    let hosted: Vec<HostedAgent> = agents
-        .iter()
-        .map(|(name, agent)| {
-            let d = agent.describe();
-            HostedAgent {
-                name: name.clone(),
-                description: d.description,
-                version: "1".into(),
-                skills: d.skills,
-                input_modes: d.input_modes,
-                output_modes: d.output_modes,
-                extensions: vec![],
-                security_schemes: BTreeMap::new(),
-                security_requirements: vec![],
-                merged_card_by_default: false,
-                extended_card: auth.contains_key(name),
-            }
-        })
-        .collect();
-    let state = AppState {
-        tasks: tasks.clone(),
-        fanout: Arc::new(LocalFanout::new(tasks.clone(), bus.clone())),
-        push: Arc::new(LocalPushConfigs::new(
-            store,
-            tasks.clone(),
-            // Webhooks to a literal loopback address: a host name would have to resolve.
-            Arc::new(sb_webhooks::AddressPolicy::parse("127.0.0.1/32").expect("a valid policy")),
-        )),
-        registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
-        runner: Arc::new(AgentHost::new(agents, tasks, bus)),
-        shutdown: CancellationToken::new(),
-        max_body_bytes: 64 * 1024,
-        auth: Arc::new(auth),
-        streams: sb_gateway::limits::StreamLimits::new(10),
-        metrics: Default::default(),
-        health: Default::default(),
-    };
+    let state = support::state(auth, |host| Arc::new(host), 10);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);

@@ -11,19 +11,16 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use sb_agent::builtin::{ConformanceAgent, EchoAgent};
-use sb_agent::{Agent, AgentHost, TurnOver, TurnRunner};
-use sb_fanout::LocalFanout;
+use sb_agent::{AgentHost, TurnOver, TurnRunner};
 use sb_gateway::auth::{AgentAuth, Credential};
-use sb_gateway::{AppState, router};
+use sb_gateway::router;
 use sb_protocol::{A2AError, Message};
-use sb_registry::{HostedAgent, StaticRegistry};
-use sb_store::{EventBus, LocalBus, MemoryStore, TaskRecord};
-use sb_tasks::{LocalTaskService, NewTask, TaskService};
-use sb_webhooks::LocalPushConfigs;
+use sb_store::TaskRecord;
+use sb_tasks::{NewTask, TaskService};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
+
+mod support;
 
 fn app() -> axum::Router {
     app_with_auth(BTreeMap::new())
@@ -38,52 +35,7 @@ fn app_with(
     auth: BTreeMap<String, AgentAuth>,
     runner: impl FnOnce(AgentHost) -> Arc<dyn TurnRunner>,
 ) -> axum::Router {
-    let store = Arc::new(MemoryStore::new());
-    let bus: Arc<dyn EventBus> = Arc::new(LocalBus::new());
-    let tasks = Arc::new(LocalTaskService::new(store.clone(), bus.clone()));
-    let mut agents: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
-    agents.insert("echo".into(), Arc::new(EchoAgent));
-    agents.insert("conformance".into(), Arc::new(ConformanceAgent::default()));
-    let hosted: Vec<HostedAgent> = agents
-        .iter()
-        .map(|(name, agent)| {
-            let d = agent.describe();
-            let (security_schemes, security_requirements) =
-                auth.get(name).cloned().unwrap_or_default().card_security();
-            HostedAgent {
-                name: name.clone(),
-                description: d.description,
-                version: "1".into(),
-                skills: d.skills,
-                input_modes: d.input_modes,
-                output_modes: d.output_modes,
-                extensions: vec![],
-                security_schemes,
-                security_requirements,
-                merged_card_by_default: name != "conformance",
-                extended_card: auth.get(name).is_some_and(AgentAuth::is_enabled),
-            }
-        })
-        .collect();
-    let state = AppState {
-        tasks: tasks.clone(),
-        fanout: Arc::new(LocalFanout::new(tasks.clone(), bus.clone())),
-        push: Arc::new(LocalPushConfigs::new(
-            store,
-            tasks.clone(),
-            // Webhooks to a literal loopback address: a host name would have to resolve.
-            Arc::new(sb_webhooks::AddressPolicy::parse("127.0.0.1/32").expect("a valid policy")),
-        )),
-        registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
-        runner: runner(AgentHost::new(agents, tasks, bus)),
-        shutdown: CancellationToken::new(),
-        max_body_bytes: 64 * 1024,
-        auth: Arc::new(auth),
-        streams: sb_gateway::limits::StreamLimits::new(2),
-        metrics: Default::default(),
-        health: Default::default(),
-    };
-    router(state)
+    router(support::state(auth, runner, 2))
 }
 
 async fn call(

@@ -10,20 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
-use sb_agent::TurnRunner;
-use sb_fanout::Fanout;
 use sb_gateway::auth::AgentAuth;
-use sb_gateway::limits::StreamLimits;
-use sb_gateway::metrics::GatewayMetrics;
-use sb_gateway::{AppState, Health};
-use sb_registry::CardRegistry;
+use sb_gateway::{AppState, EdgeLimits, Health};
 use sb_store::EventBus;
-use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService, TaskService};
+use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
 use sb_webhooks::admin::{DeadLetterAdmin, admin_router};
 use sb_webhooks::dispatcher::DEFAULT_SWEEP;
-use sb_webhooks::{
-    AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig, PushConfigService,
-};
+use sb_webhooks::{AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -125,14 +118,7 @@ pub(crate) fn spawn_deadlines(
 
 /// The services a gateway answers from: in its process (all-in-one) or gRPC clients of
 /// other processes (split).
-#[derive(Debug)]
-pub(crate) struct GatewayServices {
-    pub tasks: Arc<dyn TaskService>,
-    pub fanout: Arc<dyn Fanout>,
-    pub push: Arc<dyn PushConfigService>,
-    pub registry: Arc<dyn CardRegistry>,
-    pub runner: Arc<dyn TurnRunner>,
-}
+pub(crate) type GatewayServices = sb_gateway::Services;
 
 /// A gateway's state over `services`, its metrics registered: what its bindings share.
 pub(crate) fn gateway_state(
@@ -143,24 +129,11 @@ pub(crate) fn gateway_state(
     stop: &CancellationToken,
     metrics: &mut Registry,
 ) -> AppState {
-    let gateway_metrics = Arc::new(GatewayMetrics::default());
-    gateway_metrics.register(metrics);
-    AppState {
-        tasks: services.tasks,
-        fanout: services.fanout,
-        push: services.push,
-        registry: services.registry,
-        runner: services.runner,
-        shutdown: stop.clone(),
+    let limits = EdgeLimits {
         max_body_bytes: config.max_body_bytes,
-        auth: Arc::new(auths),
-        streams: StreamLimits::with_gauge(
-            config.max_streams_per_principal,
-            gateway_metrics.open_streams.clone(),
-        ),
-        metrics: gateway_metrics,
-        health,
-    }
+        max_streams_per_principal: config.max_streams_per_principal,
+    };
+    AppState::new(services, limits, auths, health, stop.clone(), metrics)
 }
 
 /// The gateway's A2A bindings: its public gRPC service is added to `grpc`, its HTTP
