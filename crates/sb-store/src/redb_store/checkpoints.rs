@@ -14,6 +14,7 @@
 use redb::Database;
 use tokio::sync::mpsc;
 
+use super::hot::Hot;
 use super::journal::Journal;
 use super::tables::{apply_payloads, record_epoch};
 use super::writer::{Queued, Writer};
@@ -211,7 +212,7 @@ fn fall_behind(writer: &Writer<'_>) {
 }
 
 fn finish_lag(writer: &Writer<'_>, lost: Option<&str>) {
-    writer.dropper.change_cache(writer.hot, super::Hot::unpin);
+    writer.dropper.change_cache(writer.hot, Hot::unpin);
     writer.lag.send_modify(|lag| {
         lag.behind = false;
         lag.caught_up += 1;

@@ -1,7 +1,15 @@
 //! The embedded store: the shared store suite, the memory cache, the journal's
 //! checkpoints and a real crash.
 
-use super::*;
+use std::path::Path;
+use std::time::Duration;
+
+use redb::ReadableDatabase;
+
+use super::hot::{RECENT_EVENTS, RECENT_EVENTS_IN_ALL, RECENTLY_FINISHED};
+use super::{RedbStore, TASKS, tables};
+use crate::record::{PushConfigRecord, StoredEvent};
+use crate::traits::{PushConfigStore, StoreError, TaskStore};
 
 crate::store_test_suite!(crate::RedbStore, async {
     let dir = tempfile::tempdir().unwrap();
