@@ -450,3 +450,61 @@ async fn streams_end_with_the_task_and_resume_after_a_cursor() {
         pb::TaskState::Canceled
     );
 }
+
+/// A blocking SendMessage over gRPC answers when its task is terminal or interrupted,
+/// not when the agent's turn ends: the conformance agent ends the turn of a message it
+/// does not know with the task still working, and the call answers once it is canceled.
+#[tokio::test]
+async fn a_blocking_send_waits_for_the_task_not_the_turn() {
+    let client = serve(None).await;
+    let mut sender = client.clone();
+    let pending = tokio::spawn(async move {
+        let mut keep = message("keep-grpc", "work on");
+        keep.context_id = "grpc-blocking".into();
+        sender
+            .send_message(send_request("conformance", keep, false))
+            .await
+    });
+    let mut lister = client.clone();
+    let mut task_id = None;
+    for _ in 0..300 {
+        let listed = lister
+            .list_tasks(pb::ListTasksRequest {
+                tenant: "conformance".into(),
+                context_id: "grpc-blocking".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if let Some(task) = listed.tasks.first()
+            && state(task) == pb::TaskState::Working
+        {
+            task_id = Some(task.id.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let task_id = task_id.expect("a working task");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !pending.is_finished(),
+        "answered while the task was working"
+    );
+    let mut canceler = client.clone();
+    canceler
+        .cancel_task(pb::CancelTaskRequest {
+            tenant: "conformance".into(),
+            id: task_id,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("an answer once the task ended")
+        .unwrap()
+        .unwrap()
+        .into_inner();
+    assert_eq!(state(&task_of(answered)), pb::TaskState::Canceled);
+}

@@ -3,9 +3,13 @@
 //!
 //! # Layout
 //! - [`lifecycle`]: the pure transition function (legal moves, history, artifact merge).
-//! - [`service`]: the [`TaskService`] trait the gateway and agents call, and
-//!   [`LocalTaskService`], which runs it over a [`sb_store::TaskStore`] with
-//!   compare-and-set retries and publishes each committed event on the bus.
+//! - [`service`]: the [`TaskService`] trait the gateway and agents call, with the types
+//!   it takes and returns, and [`LocalTaskService`]; its parts:
+//!   - `service/local.rs`: [`LocalTaskService`], which runs it over a
+//!     [`sb_store::TaskStore`] with compare-and-set retries and publishes each committed
+//!     event on the bus;
+//!   - `service/local/open_limit.rs`: who counts each principal's open tasks for the
+//!     in-flight limit, this service or a shared store.
 //! - [`page_token`]: opaque ListTasks page tokens.
 //! - [`inflight`]: open tasks per principal, for the in-flight limit.
 //! - [`deadlines`]: the [`DeadlineKeeper`], which follows the bus; its parts:
