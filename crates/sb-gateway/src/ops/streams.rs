@@ -90,8 +90,10 @@ pub(super) fn until_turn_over(
                     return p.unsaved.take().map(|err| (Err(err), p));
                 }
                 let item = match p.turn.as_mut() {
+                    // The turn first: a turn whose end could not be stored must be
+                    // known before the task's closing frame ends the frames.
                     Some(turn) => tokio::select! {
-                        item = p.frames.next() => item,
+                        biased;
                         settled = turn => {
                             p.turn = None;
                             // Everything the turn committed is at or below the task's seq now.
@@ -109,9 +111,20 @@ pub(super) fn until_turn_over(
                             p.stop_at = Some(seq);
                             continue;
                         }
+                        item = p.frames.next() => item,
                     },
                     None => p.frames.next().await,
-                }?;
+                };
+                let Some(item) = item else {
+                    // The frames ended (the task's closing frame) before the turn did: a
+                    // turn whose end could not be stored still ends the stream with that.
+                    if let Some(turn) = p.turn.take()
+                        && let Err(unsaved) = turn.await
+                    {
+                        p.unsaved = Some(unsaved);
+                    }
+                    return p.unsaved.take().map(|err| (Err(err), p));
+                };
                 if let Ok(frame) = &item {
                     p.last_seq = p.last_seq.max(frame.seq);
                 }
