@@ -13,7 +13,9 @@ use axum::routing::{get, post};
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
-use crate::dispatcher::{DeliveryStatus, DispatchError, Dispatcher};
+#[cfg(feature = "delivery")]
+use crate::dispatcher::Dispatcher;
+use crate::status::{DeliveryStatus, DispatchError};
 
 /// What the admin endpoints need of a dispatcher: the one in this process, or a
 /// dispatcher service reached over the internal API.
@@ -27,6 +29,7 @@ pub trait DeadLetterAdmin: Send + Sync + std::fmt::Debug + 'static {
     async fn delivery_status(&self, task_id: &str) -> Result<Vec<DeliveryStatus>, DispatchError>;
 }
 
+#[cfg(feature = "delivery")]
 #[async_trait::async_trait]
 impl DeadLetterAdmin for Dispatcher {
     async fn dead_letters(&self) -> Result<Vec<sb_store::DeadLetter>, DispatchError> {

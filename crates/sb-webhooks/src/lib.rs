@@ -13,15 +13,33 @@
 //! - [`ssrf`]: the address policy and the resolver that enforces it at connect time.
 //! - [`signing`]: Standard Webhooks signatures.
 //! - [`admin`]: the operator's HTTP endpoints for dead letters (list, re-drive).
+//! - [`status`]: what a dispatcher reports (delivery status, errors), in process or over
+//!   the internal API.
+//!
+//! Everything that delivers (the dispatcher, the SSRF policy, signing, the local
+//! push-config service, and with them reqwest and rustls) is the `delivery` feature, on
+//! by default; a crate that only calls the services (the internal API's clients, a
+//! worker) depends without it.
 
 pub mod admin;
 pub mod configs;
+#[cfg(feature = "delivery")]
 pub mod dispatcher;
+#[cfg(feature = "delivery")]
 pub mod metrics;
+#[cfg(feature = "delivery")]
 pub mod signing;
+#[cfg(feature = "delivery")]
 pub mod ssrf;
+pub mod status;
 
-pub use configs::{LocalPushConfigs, MAX_CONFIGS_PER_TASK, PushConfigService};
-pub use dispatcher::{DeliveryStatus, DispatchError, Dispatcher, DispatcherConfig};
+#[cfg(feature = "delivery")]
+pub use configs::LocalPushConfigs;
+pub use configs::{MAX_CONFIGS_PER_TASK, PushConfigService};
+#[cfg(feature = "delivery")]
+pub use dispatcher::{Dispatcher, DispatcherConfig};
+#[cfg(feature = "delivery")]
 pub use metrics::DeliveryMetrics;
+#[cfg(feature = "delivery")]
 pub use ssrf::AddressPolicy;
+pub use status::{DeliveryStatus, DispatchError};

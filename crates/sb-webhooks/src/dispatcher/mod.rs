@@ -21,12 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sb_store::{DeadLetterStore, IdMap, PushConfigStore, StoreError, TaskStore};
+use sb_store::{DeadLetterStore, IdMap, PushConfigStore, TaskStore};
 use tokio::task::JoinHandle;
 
 use crate::metrics::DeliveryMetrics;
 use crate::ssrf::{AddressPolicy, GuardedResolver};
 
+pub use crate::status::{DeliveryStatus, DispatchError};
 pub use delivery::FailureReason;
 pub use feed::DISPATCHER_GROUP;
 
@@ -67,18 +68,6 @@ impl Default for DispatcherConfig {
     }
 }
 
-/// What keeps the dispatcher from doing what it was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum DispatchError {
-    #[error("cannot build the webhook HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
-    #[error("the delivery store is unavailable: {0}")]
-    Store(#[from] StoreError),
-    /// A dispatcher in another process (the split deployment) could not be asked.
-    #[error("the dispatcher service is unreachable: {0}")]
-    Unreachable(String),
-}
-
 #[derive(Clone, Debug)]
 pub struct Dispatcher {
     inner: Arc<Inner>,
@@ -94,19 +83,6 @@ struct Inner {
     /// The last delivery job of each task: the next one waits for it, which keeps each
     /// task's deliveries in event order.
     chains: Mutex<IdMap<String, JoinHandle<()>>>,
-}
-
-/// How far one push config's deliveries have come.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryStatus {
-    pub config_id: String,
-    /// The webhook's host (never the full URL: it may carry secrets in its path).
-    pub host: String,
-    /// Every event up to this sequence number was delivered or given up on.
-    pub delivered_through: u64,
-    /// The task's latest event.
-    pub task_seq: u64,
 }
 
 impl Dispatcher {
