@@ -353,6 +353,8 @@ mod tests {
     #[derive(Debug, Default)]
     struct CompletesAndLooks {
         saw_cancel: AtomicBool,
+        /// Turns that reached the look after their own completion.
+        looked: std::sync::atomic::AtomicUsize,
     }
 
     #[async_trait]
@@ -366,6 +368,7 @@ mod tests {
             if ctx.cancel.is_cancelled() {
                 self.saw_cancel.store(true, Ordering::SeqCst);
             }
+            self.looked.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
@@ -373,13 +376,18 @@ mod tests {
     #[tokio::test]
     async fn an_agent_that_ends_its_task_is_not_canceled_by_that_end() {
         let agent = Arc::new(CompletesAndLooks::default());
-        let (host, _store, _tasks) = host_of(agent.clone());
+        let (host, _store, tasks) = host_of(agent.clone());
         // The task's end and the agent's answer wake the run together; taken in random
         // order, about half of these turns saw their own end as a cancellation.
         for _ in 0..30 {
-            let (_, turn) = start(&host, new_task("hi")).await.unwrap();
+            let (created, turn) = start(&host, new_task("hi")).await.unwrap();
             turn.await.unwrap().unwrap();
+            let done = tasks.get(&scope(), &created.task.id).await.unwrap();
+            assert_eq!(done.state(), TaskState::Completed);
         }
+        // A turn's end may be signalled as soon as its task ends: wait for the runs.
+        assert!(host.drain(Duration::from_secs(5)).await);
+        assert_eq!(agent.looked.load(Ordering::SeqCst), 30, "every turn looked");
         assert!(!agent.saw_cancel.load(Ordering::SeqCst));
     }
 

@@ -110,16 +110,21 @@ pub async fn concurrent_writers_never_both_win(store: std::sync::Arc<dyn TaskSto
     for _ in 0..8 {
         let store = store.clone();
         handles.push(tokio::spawn(async move {
-            store.commit(new_commit("race", 1, 2)).await.is_ok()
+            store.commit(new_commit("race", 1, 2)).await
         }));
     }
     let mut wins = 0;
     for h in handles {
-        if h.await.unwrap() {
-            wins += 1;
+        match h.await.unwrap() {
+            Ok(()) => wins += 1,
+            // A loser loses to the winner's write, not to a failing backend.
+            Err(StoreError::Conflict { .. }) => {}
+            Err(other) => panic!("a losing writer must see a conflict, not {other:?}"),
         }
     }
     assert_eq!(wins, 1);
+    let stored = store.get("race").await.unwrap().unwrap();
+    assert_eq!(stored.seq, 2, "the winner's write is the one stored");
 }
 
 pub async fn list_filters_and_pages(store: &dyn TaskStore) {
