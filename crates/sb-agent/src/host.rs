@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::api::{Agent, Reporter, TaskContext};
-use crate::turn::{fail_unsettled, run_turn};
+use crate::turn::{TurnEnd, fail_unsettled, run_turn};
 
 /// A task created and its first turn started (see
 /// [`AgentHost::create_with_first_reports`]).
@@ -162,7 +162,8 @@ impl AgentHost {
             let watch = match bus.subscribe(&task_id).await {
                 Ok(watch) => watch,
                 Err(e) => {
-                    let reason = format!("the agent failed: cannot watch the task: {e}");
+                    let end = TurnEnd::Failed(format!("cannot watch the task: {e}"));
+                    let reason = end.failure_reason().unwrap_or_default();
                     let _ = turn_over.send(fail_unsettled(&*tasks, &task_id, reason).await);
                     return;
                 }

@@ -425,9 +425,6 @@ impl TurnRunner for UnsavedEnds {
         let task_id = record.task.id.clone();
         let unsaved = async move {
             let _ = turn.await;
-            // Later than the task's last event, so a stream sees its closing frame before
-            // the turn's end: the error must still end it.
-            tokio::time::sleep(Duration::from_millis(50)).await;
             Err(A2AError::internal("the task could not be updated").with_task(&task_id))
         };
         Ok((record, unsaved.boxed()))

@@ -186,7 +186,10 @@ pub async fn send(
 ) -> Result<Sent, A2AError> {
     let limit = history_limit(req.history_length());
     let wait = (!req.returns_immediately()).then_some(BLOCKING_WAIT);
-    let deadline = (version == Version::V1_0).then(|| tokio::time::Instant::now() + BLOCKING_WAIT);
+    // 1.0 waits for the task as well as the turn, within the same limit.
+    let deadline = wait
+        .filter(|_| version == Version::V1_0)
+        .map(|wait| tokio::time::Instant::now() + wait);
     let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
         Started::Turn(record, turn) => (*record, turn),
         Started::Settled(record) => {
@@ -199,8 +202,8 @@ pub async fn send(
         let record = Arc::new(record);
         return Ok(Sent::Task { record, limit });
     };
-    // The turn's end comes as soon as the task has ended, too (a runner's promise): no
-    // need to follow the task's events as well.
+    // The turn's end comes as soon as the task has ended, too (a runner's promise); only
+    // a turn that leaves its task working needs the task's events followed after it.
     let record =
         sb_agent::task_after_turn(&*state.tasks, scope, &record.task.id, turn, wait).await?;
     let record = until_task_settles(state, scope, record, deadline).await?;

@@ -90,8 +90,9 @@ pub(super) fn until_turn_over(
                     return p.unsaved.take().map(|err| (Err(err), p));
                 }
                 let item = match p.turn.as_mut() {
-                    // The turn first: a turn whose end could not be stored must be
-                    // known before the task's closing frame ends the frames.
+                    // The turn first: a turn end that is ready (and may carry the error
+                    // of an end that could not be stored) is taken before frames that
+                    // are ready too, which could otherwise run to the closing frame.
                     Some(turn) => tokio::select! {
                         biased;
                         settled = turn => {
@@ -116,13 +117,6 @@ pub(super) fn until_turn_over(
                     None => p.frames.next().await,
                 };
                 let Some(item) = item else {
-                    // The frames ended (the task's closing frame) before the turn did: a
-                    // turn whose end could not be stored still ends the stream with that.
-                    if let Some(turn) = p.turn.take()
-                        && let Err(unsaved) = turn.await
-                    {
-                        p.unsaved = Some(unsaved);
-                    }
                     return p.unsaved.take().map(|err| (Err(err), p));
                 };
                 if let Ok(frame) = &item {
