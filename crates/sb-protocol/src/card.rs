@@ -147,6 +147,22 @@ pub struct AgentCard {
     pub skills: Vec<AgentSkill>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
+    /// JWS signatures over the card's canonical form (spec §8.4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<AgentCardSignature>,
+}
+
+/// One JWS over the card (spec §8.4): the flattened JSON serialization with a detached
+/// payload, which is the JCS form of the card without `signatures`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCardSignature {
+    /// base64url of the protected JWS header.
+    pub protected: String,
+    /// base64url of the signature.
+    pub signature: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<Map<String, Value>>,
 }
 
 fn ser_requirements<S: serde::Serializer>(
@@ -270,6 +286,7 @@ mod tests {
             default_output_modes: vec!["text/plain".into()],
             skills: vec![],
             icon_url: None,
+            signatures: vec![],
         };
         let v = card.to_merged_json();
         assert_eq!(v["url"], "http://h/a2a");

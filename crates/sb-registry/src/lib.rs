@@ -239,6 +239,7 @@ pub fn build_card(agent: &HostedAgent, base: &str, grpc: AgentInterface) -> Agen
         default_output_modes: agent.output_modes.clone(),
         skills: agent.skills.clone(),
         icon_url: None,
+        signatures: vec![],
     }
 }
 
