@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::api::{Agent, Reporter, TaskContext};
+use crate::roster::Roster;
 use crate::turn::{TurnEnd, fail_unsettled, run_turn};
 
 /// A task created and its first turn started (see
@@ -37,7 +38,7 @@ pub type TurnSignal = oneshot::Receiver<Result<(), A2AError>>;
 
 #[derive(Debug, Clone)]
 pub struct AgentHost {
-    agents: Arc<BTreeMap<String, Arc<dyn Agent>>>,
+    agents: Arc<Roster>,
     tasks: Arc<dyn TaskService>,
     bus: Arc<dyn EventBus>,
     runs: TaskTracker,
@@ -50,15 +51,20 @@ impl AgentHost {
         bus: Arc<dyn EventBus>,
     ) -> AgentHost {
         AgentHost {
-            agents: Arc::new(agents),
+            agents: Arc::new(Roster::with_code(agents)),
             tasks,
             bus,
             runs: TaskTracker::new(),
         }
     }
 
-    pub fn agent(&self, name: &str) -> Option<&Arc<dyn Agent>> {
-        self.agents.get(name)
+    pub fn agent(&self, name: &str) -> Option<Arc<dyn Agent>> {
+        self.agents.code(name)
+    }
+
+    /// The agents hosted; replaced when the registry changes.
+    pub fn roster(&self) -> &Arc<Roster> {
+        &self.agents
     }
 
     /// The task service the hosted agents report to.
@@ -66,8 +72,8 @@ impl AgentHost {
         &*self.tasks
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.agents.keys().map(String::as_str)
+    pub fn names(&self) -> Vec<String> {
+        self.agents.names()
     }
 
     /// Starts a turn of the task's agent for `message` in the background. The returned
@@ -97,7 +103,7 @@ impl AgentHost {
         let drafts = self
             .tasks
             .drafts()
-            .filter(|_| self.agents.contains_key(&new.scope.agent));
+            .filter(|_| self.agents.serves(&new.scope.agent));
         let Some(drafts) = drafts else {
             let submitted = self.tasks.create(new).await?;
             let turn = self.spawn_turn(&submitted, first_message(&submitted)?);
@@ -144,7 +150,7 @@ impl AgentHost {
     ) -> (TurnSignal, CancellationToken) {
         let (turn_over, turn) = oneshot::channel();
         let cancel = CancellationToken::new();
-        let Some(agent) = self.agents.get(agent_name).cloned() else {
+        let Some(agent) = self.agents.code(agent_name) else {
             tracing::error!(task_id = %task.id, agent = agent_name, "no such agent hosted here");
             return (turn, cancel);
         };

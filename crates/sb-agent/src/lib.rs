@@ -15,6 +15,8 @@
 //!   ([`AgentHost::create_with_first_reports`]).
 //! - [`turn`]: one agent turn, wherever it runs ([`turn::run_turn`]), and the one place
 //!   a task its turn left running is failed ([`turn::fail_unsettled`]).
+//! - [`roster`]: [`Roster`], the agents a process serves, replaced whole when the
+//!   registry changes.
 //! - [`runner`]: [`TurnRunner`], how the edge starts turns wherever agents run.
 //! - [`builtin`]: `echo`, `consolidate`, `conformance` and `bench`.
 
@@ -22,6 +24,7 @@ pub mod api;
 pub mod builtin;
 pub mod host;
 mod outbox;
+pub mod roster;
 pub mod runner;
 #[cfg(test)]
 mod testing;
@@ -31,4 +34,5 @@ pub use api::*;
 /// The attribute an [`Agent`] implementation needs (its `execute` is an async trait method).
 pub use async_trait::async_trait;
 pub use host::AgentHost;
+pub use roster::Roster;
 pub use runner::{TurnOver, TurnRunner, read_until_settled, task_after_turn, turn_over_signal};

@@ -82,7 +82,7 @@ impl TurnRunner for crate::AgentHost {
     }
 
     fn serves(&self, agent: &str) -> bool {
-        self.agent(agent).is_some()
+        self.roster().serves(agent)
     }
 
     fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {

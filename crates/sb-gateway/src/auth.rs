@@ -1,21 +1,19 @@
 //! Authentication per hosted agent: who is calling, from the request's credentials.
 //!
-//! The same [`AgentAuth`] value produces the card's `securitySchemes` and
-//! `securityRequirements` ([`AgentAuth::card_security`]), so what a card declares is
-//! exactly what is enforced. Secrets are compared in constant time.
+//! [`AgentAuth`] is made from the agent's definition ([`AgentAuth::from_config`]), the
+//! same `auth` the registry declares on the card (`sb_registry::card::card_security`),
+//! so what a card declares is what is enforced. Secrets are compared in constant time.
+//! [`Authenticators`] holds every agent's, replaced whole when the registry changes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use axum::http::HeaderMap;
-use sb_protocol::card::SecurityScheme;
+use sb_registry::auth_config::AuthConfig;
 use subtle::ConstantTimeEq;
 
 use crate::jwt::JwtVerifier;
-
-/// Security schemes by name, as the card lists them.
-pub type SecuritySchemes = BTreeMap<String, SecurityScheme>;
-/// Scheme names (each with its scopes) that together satisfy a requirement.
-pub type SecurityRequirement = BTreeMap<String, Vec<String>>;
 
 /// One credential and the principal it stands for.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +40,33 @@ pub struct AgentAuth {
     pub jwt: Option<JwtVerifier>,
 }
 
+/// Every agent's authentication, by agent name; agents missing here need none.
+#[derive(Debug, Default)]
+pub struct Authenticators(ArcSwap<BTreeMap<String, Arc<AgentAuth>>>);
+
+impl Authenticators {
+    pub fn new(by_agent: BTreeMap<String, AgentAuth>) -> Authenticators {
+        let by_agent = by_agent
+            .into_iter()
+            .map(|(k, v)| (k, Arc::new(v)))
+            .collect();
+        Authenticators(ArcSwap::from_pointee(by_agent))
+    }
+
+    pub fn get(&self, agent: &str) -> Option<Arc<AgentAuth>> {
+        self.0.load().get(agent).cloned()
+    }
+
+    /// Every agent's authentication now (the registry changed).
+    pub fn replace(&self, by_agent: BTreeMap<String, Arc<AgentAuth>>) {
+        self.0.store(Arc::new(by_agent));
+    }
+
+    pub fn snapshot(&self) -> Arc<BTreeMap<String, Arc<AgentAuth>>> {
+        self.0.load_full()
+    }
+}
+
 /// The outcome of authenticating one request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Caller {
@@ -66,10 +91,6 @@ pub struct Refusal {
     pub challenge: String,
 }
 
-const BEARER_SCHEME: &str = "bearer";
-const API_KEY_SCHEME: &str = "apiKey";
-const JWT_SCHEME: &str = "jwt";
-
 fn find<'a>(credentials: &'a [Credential], presented: &str) -> Option<&'a Credential> {
     // Check every credential (no early exit) so timing does not tell which one matched.
     let mut found = None;
@@ -82,6 +103,40 @@ fn find<'a>(credentials: &'a [Credential], presented: &str) -> Option<&'a Creden
 }
 
 impl AgentAuth {
+    /// The authentication an agent's `auth` describes, plus the `shared` bearer tokens
+    /// every agent accepts; `jwt` is the verifier of its `auth.jwt` (loaded by the caller:
+    /// a key set may have to be fetched).
+    pub fn from_config(
+        own: Option<&AuthConfig>,
+        shared: &[Credential],
+        jwt: Option<JwtVerifier>,
+    ) -> AgentAuth {
+        let mut bearer_tokens = shared.to_vec();
+        let mut api_keys = None;
+        if let Some(own) = own {
+            bearer_tokens.extend(own.bearer.iter().map(|t| Credential {
+                principal: t.principal.clone(),
+                secret: t.token.clone(),
+            }));
+            api_keys = own.api_keys.as_ref().map(|a| ApiKeys {
+                header: a.header.clone(),
+                keys: a
+                    .keys
+                    .iter()
+                    .map(|k| Credential {
+                        principal: k.principal.clone(),
+                        secret: k.key.clone(),
+                    })
+                    .collect(),
+            });
+        }
+        AgentAuth {
+            bearer_tokens,
+            api_keys,
+            jwt,
+        }
+    }
+
     pub fn is_enabled(&self) -> bool {
         !self.bearer_tokens.is_empty() || self.api_keys.is_some() || self.jwt.is_some()
     }
@@ -150,46 +205,6 @@ impl AgentAuth {
             message: format!("{message}; {hint}"),
             challenge: challenges.join(", "),
         }
-    }
-
-    /// The card's security schemes and requirements (any one scheme suffices).
-    pub fn card_security(&self) -> (SecuritySchemes, Vec<SecurityRequirement>) {
-        let mut schemes = BTreeMap::new();
-        let mut requirements = Vec::new();
-        if !self.bearer_tokens.is_empty() {
-            schemes.insert(
-                BEARER_SCHEME.to_owned(),
-                SecurityScheme::HttpAuthSecurityScheme {
-                    description: Some("a bearer token issued by the operator".into()),
-                    scheme: "Bearer".into(),
-                    bearer_format: None,
-                },
-            );
-            requirements.push(BTreeMap::from([(BEARER_SCHEME.to_owned(), Vec::new())]));
-        }
-        if self.jwt.is_some() {
-            schemes.insert(
-                JWT_SCHEME.to_owned(),
-                SecurityScheme::HttpAuthSecurityScheme {
-                    description: Some("a JWT signed by a key of the operator's key set".into()),
-                    scheme: "Bearer".into(),
-                    bearer_format: Some("JWT".into()),
-                },
-            );
-            requirements.push(BTreeMap::from([(JWT_SCHEME.to_owned(), Vec::new())]));
-        }
-        if let Some(api) = &self.api_keys {
-            schemes.insert(
-                API_KEY_SCHEME.to_owned(),
-                SecurityScheme::ApiKeySecurityScheme {
-                    description: Some("an API key issued by the operator".into()),
-                    location: "header".into(),
-                    name: api.header.clone(),
-                },
-            );
-            requirements.push(BTreeMap::from([(API_KEY_SCHEME.to_owned(), Vec::new())]));
-        }
-        (schemes, requirements)
     }
 }
 
@@ -260,10 +275,40 @@ mod tests {
 
     #[test]
     fn card_declares_what_is_enforced() {
-        let (schemes, requirements) = auth().card_security();
+        let config: AuthConfig = serde_json::from_value(serde_json::json!({
+            "bearer": [{"principal": "alice", "token": "tok-a"}],
+            "api_keys": {"header": "X-Key", "keys": [{"principal": "bob", "key": "key-b"}]}
+        }))
+        .unwrap();
+        let (schemes, requirements) = sb_registry::card::card_security(Some(&config), false);
         assert_eq!(schemes.len(), 2);
         assert_eq!(requirements.len(), 2, "either scheme alone suffices");
-        let (none, no_reqs) = AgentAuth::default().card_security();
+        let enforced = AgentAuth::from_config(Some(&config), &[], None);
+        assert_eq!(
+            enforced
+                .authenticate(&headers(&[("authorization", "Bearer tok-a")]))
+                .unwrap(),
+            Caller::Principal("alice".into())
+        );
+        assert_eq!(
+            enforced
+                .authenticate(&headers(&[("x-key", "key-b")]))
+                .unwrap(),
+            Caller::Principal("bob".into())
+        );
+        let (none, no_reqs) = sb_registry::card::card_security(None, false);
         assert!(none.is_empty() && no_reqs.is_empty());
+        assert!(!AgentAuth::from_config(None, &[], None).is_enabled());
+        let (shared, _) = sb_registry::card::card_security(None, true);
+        let shared_auth = AgentAuth::from_config(
+            None,
+            &[Credential {
+                principal: "ops".into(),
+                secret: "s".into(),
+            }],
+            None,
+        );
+        assert_eq!(shared.len(), 1);
+        assert!(shared_auth.is_enabled());
     }
 }

@@ -78,10 +78,12 @@ impl GrpcGateway {
     fn admit(&self, headers: &HeaderMap, tenant: &str) -> Result<Scope, Status> {
         let state = &self.state;
         let agent = match tenant.trim() {
-            "" => state.registry.default_agent().map(str::to_owned),
+            "" => state.registry.fleet().default_agent().map(str::to_owned),
             name => Some(name.to_owned()),
         };
-        let Some(agent) = agent.filter(|a| state.runner.serves(a)) else {
+        let readable =
+            |a: &String| state.runner.serves(a) || state.registry.fleet().removed.contains_key(a);
+        let Some(agent) = agent.filter(readable) else {
             let err = A2AError::new(
                 ErrorKind::MethodNotFound,
                 match tenant.trim() {

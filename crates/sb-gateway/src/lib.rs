@@ -152,14 +152,16 @@ async fn route_request(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    let fleet = state.registry.fleet();
     let (agent, rest, at_root) = match segments.as_slice() {
         ["agents", name, rest @ ..] => ((*name).to_owned(), rest.to_vec(), false),
-        rest => match state.registry.default_agent() {
+        rest => match fleet.default_agent() {
             Some(name) => (name.to_owned(), rest.to_vec(), true),
             None => return not_found(&path),
         },
     };
-    if !state.runner.serves(&agent) {
+    // A removed agent's tasks stay readable; its new messages are refused in `ops`.
+    if !state.runner.serves(&agent) && !fleet.removed.contains_key(&agent) {
         return not_found(&path);
     }
     let req = Request {
@@ -169,18 +171,18 @@ async fn route_request(
         headers,
         body,
     };
-    let card = if at_root {
-        state.registry.root_card()
-    } else {
-        state.registry.card(&agent)
-    };
     // Cards are public (spec §8): no authentication.
     if binding == Binding::Card && req.method == Method::GET {
+        let card = match at_root {
+            true => fleet.root.clone(),
+            false => fleet.card(&agent),
+        };
         return match card {
-            Some(entry) => metrics::tag(cards::respond(entry, &req.headers), "GetAgentCard", "ok"),
+            Some(entry) => metrics::tag(cards::respond(&entry, &req.headers), "GetAgentCard", "ok"),
             None => not_found(&path),
         };
     }
+    drop(fleet);
     let is_jsonrpc = binding == Binding::JsonRpc;
     let caller = match state.auth.get(&agent).map(|a| a.authenticate(&req.headers)) {
         None => auth::Caller::Anonymous,

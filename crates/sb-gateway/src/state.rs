@@ -3,7 +3,6 @@
 //! authentication, its metrics and its health. Production and tests build it the same
 //! way, with [`AppState::new`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
@@ -15,7 +14,7 @@ use sb_tasks::TaskService;
 use sb_webhooks::PushConfigService;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::AgentAuth;
+use crate::auth::Authenticators;
 use crate::limits::StreamLimits;
 use crate::metrics::GatewayMetrics;
 
@@ -33,7 +32,7 @@ pub struct AppState {
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// How each hosted agent authenticates callers; agents missing here need none.
-    pub auth: Arc<BTreeMap<String, AgentAuth>>,
+    pub auth: Arc<Authenticators>,
     /// Open streams per principal on this node.
     pub streams: Arc<StreamLimits>,
     pub metrics: Arc<GatewayMetrics>,
@@ -99,11 +98,12 @@ pub struct EdgeLimits {
 
 impl AppState {
     /// A gateway's state over `services`, each hosted agent authenticating as `auth`
-    /// says (agents missing there need none); its metrics are registered in `registry`.
+    /// says (agents missing there need none; the caller replaces it when the registry
+    /// changes); its metrics are registered in `registry`.
     pub fn new(
         services: Services,
         limits: EdgeLimits,
-        auth: BTreeMap<String, AgentAuth>,
+        auth: Arc<Authenticators>,
         health: Health,
         shutdown: CancellationToken,
         registry: &mut prometheus_client::registry::Registry,
@@ -118,7 +118,7 @@ impl AppState {
             runner: services.runner,
             shutdown,
             max_body_bytes: limits.max_body_bytes,
-            auth: Arc::new(auth),
+            auth,
             streams: StreamLimits::with_gauge(
                 limits.max_streams_per_principal,
                 metrics.open_streams.clone(),

@@ -139,7 +139,8 @@ pub struct AgentCard {
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
-        serialize_with = "ser_requirements"
+        serialize_with = "ser_requirements",
+        deserialize_with = "de_requirements"
     )]
     pub security_requirements: Vec<BTreeMap<String, Vec<String>>>,
     pub default_input_modes: Vec<String>,
@@ -163,6 +164,36 @@ pub struct AgentCardSignature {
     pub signature: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Map<String, Value>>,
+}
+
+/// Reads what [`ser_requirements`] writes (ProtoJSON: `{"schemes": {name: {"list":
+/// [scopes]}}}`), and the plain `{name: [scopes]}` of earlier drafts.
+fn de_requirements<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Vec<BTreeMap<String, Vec<String>>>, D::Error> {
+    let wire: Vec<Map<String, Value>> = Vec::deserialize(de)?;
+    wire.into_iter()
+        .map(|requirement| {
+            let schemes = match requirement.get("schemes") {
+                Some(Value::Object(schemes)) if requirement.len() == 1 => schemes
+                    .iter()
+                    .map(|(name, scopes)| {
+                        let list = scopes.get("list").cloned().unwrap_or(Value::Array(vec![]));
+                        (name.clone(), list)
+                    })
+                    .collect(),
+                _ => requirement,
+            };
+            schemes
+                .into_iter()
+                .map(|(name, scopes)| {
+                    let scopes =
+                        Vec::<String>::deserialize(scopes).map_err(serde::de::Error::custom)?;
+                    Ok((name, scopes))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn ser_requirements<S: serde::Serializer>(
@@ -302,5 +333,24 @@ mod tests {
             v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
             "Bearer"
         );
+    }
+
+    #[test]
+    fn a_card_reads_back_what_it_writes() {
+        let card: AgentCard = serde_json::from_value(json!({
+            "name": "a", "description": "d", "supportedInterfaces": [], "version": "1",
+            "capabilities": {}, "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"], "skills": [],
+            "securityRequirements": [{"bearer": []}, {"oauth": ["read", "write"]}]
+        }))
+        .unwrap();
+        assert_eq!(card.security_requirements[1]["oauth"], ["read", "write"]);
+        let written = serde_json::to_value(&card).unwrap();
+        assert_eq!(
+            written["securityRequirements"],
+            json!([{"schemes": {"bearer": {}}}, {"schemes": {"oauth": {"list": ["read", "write"]}}}])
+        );
+        let again: AgentCard = serde_json::from_value(written).unwrap();
+        assert_eq!(again, card);
     }
 }

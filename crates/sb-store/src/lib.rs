@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //! - [`record`]: what is stored: task records, sequenced events, push configs, queries.
-//! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`].
+//! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`],
+//!   [`RegistryStore`] (the agent registry's records).
 //! - [`memory`]: an in-memory backend for tests.
 //! - [`redb_store`]: the embedded durable backend (one file, group commit).
 //! - [`queue`]: the durable per-agent turn queue remote workers take from;

@@ -4,16 +4,31 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
+use tokio::sync::broadcast;
 
 use crate::record::{
     DeadLetter, PushConfigRecord, StoredEvent, TaskCommit, TaskPage, TaskQuery, TaskRecord,
 };
-use crate::traits::{DeadLetterStore, PushConfigStore, StoreError, StoreResult, TaskStore};
+use crate::traits::{
+    AGENT_CHANGES_CAPACITY, DeadLetterStore, PushConfigStore, RegistryStore, StoreError,
+    StoreResult, TaskStore,
+};
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     // A plain mutex is right here: no lock is held across an await.
     state: Mutex<State>,
+    /// The names of agents put or removed, for [`RegistryStore::watch_agents`].
+    agents_changed: broadcast::Sender<String>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> MemoryStore {
+        MemoryStore {
+            state: Mutex::default(),
+            agents_changed: broadcast::channel(AGENT_CHANGES_CAPACITY).0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -24,6 +39,9 @@ struct State {
     dead: BTreeMap<String, DeadLetter>,
     /// Finished tasks by the time they finished (see [`TaskStore::finished_before`]).
     finished: BTreeSet<(u64, String)>,
+    /// The registry's agents by name (ordered, as `list_agents` returns them).
+    agents: BTreeMap<String, Vec<u8>>,
+    signing_key: Option<Vec<u8>>,
 }
 
 impl State {
@@ -225,6 +243,45 @@ impl DeadLetterStore for MemoryStore {
 
     async fn take_dead_letter(&self, id: &str) -> StoreResult<Option<DeadLetter>> {
         Ok(self.state.lock().dead.remove(id))
+    }
+}
+
+#[async_trait]
+impl RegistryStore for MemoryStore {
+    async fn list_agents(&self) -> StoreResult<Vec<(String, Vec<u8>)>> {
+        let state = self.state.lock();
+        Ok(state
+            .agents
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect())
+    }
+
+    async fn put_agent(&self, name: &str, value: Vec<u8>) -> StoreResult<()> {
+        self.state.lock().agents.insert(name.to_owned(), value);
+        // No receiver is fine: nobody watches.
+        let _ = self.agents_changed.send(name.to_owned());
+        Ok(())
+    }
+
+    async fn remove_agent(&self, name: &str) -> StoreResult<bool> {
+        let existed = self.state.lock().agents.remove(name).is_some();
+        let _ = self.agents_changed.send(name.to_owned());
+        Ok(existed)
+    }
+
+    async fn signing_key(&self, generated: Vec<u8>) -> StoreResult<Vec<u8>> {
+        // Under the lock: callers racing all get the first key stored.
+        Ok(self
+            .state
+            .lock()
+            .signing_key
+            .get_or_insert(generated)
+            .clone())
+    }
+
+    async fn watch_agents(&self) -> StoreResult<broadcast::Receiver<String>> {
+        Ok(self.agents_changed.subscribe())
     }
 }
 

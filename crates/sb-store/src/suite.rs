@@ -1,6 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed step is a failed test
 //! The contract every backend must meet, as generic test functions plus a macro that
 //! instantiates them for one backend (quickwit's `metastore_test_suite!` pattern).
+//! The [`RegistryStore`](crate::traits::RegistryStore) part is in [`registry`].
+
+pub mod registry;
 
 use crate::record::{
     DeadLetter, PushConfigRecord, StoredEvent, StoredVersion, TaskCommit, TaskQuery, TaskRecord,
@@ -471,6 +474,8 @@ macro_rules! store_test_suite {
             async fn push_configs_crud() {
                 $crate::suite::push_configs_crud(&make().await).await;
             }
+
+            $crate::registry_test_suite!();
         }
     };
 }

@@ -140,6 +140,31 @@ pub trait DeadLetterStore: Send + Sync + std::fmt::Debug + 'static {
     async fn take_dead_letter(&self, id: &str) -> StoreResult<Option<DeadLetter>>;
 }
 
+/// The agent registry's records: each registered agent's stored form by name (opaque
+/// bytes: the registry's JSON), and the key the registry signs cards with.
+#[async_trait]
+pub trait RegistryStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Every stored agent as (name, value), sorted by name.
+    async fn list_agents(&self) -> StoreResult<Vec<(String, Vec<u8>)>>;
+    /// Stores (creates or replaces) one agent, then tells every watcher (watch_agents) its name.
+    async fn put_agent(&self, name: &str, value: Vec<u8>) -> StoreResult<()>;
+    /// Removes one agent (whether it was there is returned), then tells every watcher its name.
+    async fn remove_agent(&self, name: &str) -> StoreResult<bool>;
+    /// The stored card-signing key. When none is stored yet, `generated` is stored and
+    /// returned; set-if-absent is atomic, so replicas racing at their first start all end
+    /// up with the same key (the first one stored).
+    async fn signing_key(&self, generated: Vec<u8>) -> StoreResult<Vec<u8>>;
+    /// Names of agents put or removed from now on, by this process or (Redis) by any
+    /// replica sharing the backend. An empty name means "changes may have been missed
+    /// (e.g. the connection to Redis was lost and is back): reload everything". So does
+    /// a receiver that lags (`RecvError::Lagged`): it has missed names.
+    async fn watch_agents(&self) -> StoreResult<tokio::sync::broadcast::Receiver<String>>;
+}
+
+/// How many agent names a [`RegistryStore::watch_agents`] receiver may fall behind before
+/// it lags (and must reload everything). Registrations are rare; this is plenty.
+pub(crate) const AGENT_CHANGES_CAPACITY: usize = 256;
+
 /// Live delivery of committed events to whoever watches a task. Subscribers must treat
 /// it as a wake-up with a payload, not as the order: gaps are filled from the event log.
 #[async_trait]

@@ -65,16 +65,25 @@ pub fn admin_router(dispatcher: Arc<dyn DeadLetterAdmin>, token: &str) -> Router
 }
 
 fn authorized(admin: &Admin, headers: &HeaderMap) -> bool {
+    refusal(&admin.token, headers).is_none()
+}
+
+/// The 401 to answer unless `headers` carry `Authorization: Bearer <token>` (compared in
+/// constant time). Every operator endpoint checks its token here.
+pub fn refusal(token: &str, headers: &HeaderMap) -> Option<Response> {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    bool::from(presented.as_bytes().ct_eq(admin.token.as_bytes()))
+    match bool::from(presented.as_bytes().ct_eq(token.as_bytes())) {
+        true => None,
+        false => Some(refused()),
+    }
 }
 
 fn refused() -> Response {
-    let body = json!({"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "the admin endpoints need Authorization: Bearer <admin token>"}});
+    let body = json!({"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "this endpoint needs the operator's Authorization: Bearer <admin token>"}});
     (
         StatusCode::UNAUTHORIZED,
         [(

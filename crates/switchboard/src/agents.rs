@@ -1,5 +1,7 @@
-//! The configured agents: their code (built-in kinds), what their cards say, and how
-//! callers authenticate to them.
+//! The agents a deployment can run: the code of each kind (built-ins, the embedding
+//! program's agents, none for a worker's), what a kind brings to its cards
+//! ([`Kinds`], the registry's admission), how callers authenticate to each agent, and
+//! the extension every card carries.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,48 +9,134 @@ use std::time::Duration;
 
 use sb_agent::Agent;
 use sb_agent::builtin::{BenchAgent, ConformanceAgent, ConsolidateAgent, EchoAgent};
-use sb_gateway::auth::{AgentAuth, ApiKeys, Credential};
+use sb_agent::roster::Code;
+use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::jwt::{JwksSource, JwtVerifier};
-use sb_registry::HostedAgent;
+use sb_protocol::card::{AgentExtension, AgentProvider};
+use sb_registry::{Admission, AgentDefinition, AgentKind, CardDefaults, FieldError};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, AgentConfig, AgentKind, CardForm, Config};
+use crate::config::{self, Config};
 
-/// The agent's authentication: its own credentials plus the global `--auth-token`s.
-/// A JWKS URL is fetched now and refreshed in the background until `stop`.
-async fn build_auth(
-    config: &Config,
-    agent: &AgentConfig,
+/// Agents the program embedding Switchboard brings, by the name each is served under.
+pub(crate) type EmbeddedAgents = BTreeMap<String, Arc<dyn Agent>>;
+
+/// Where agents run in a deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// In this process (the all-in-one).
+    InProcess,
+    /// On remote workers (the split deployment).
+    OnWorkers,
+}
+
+/// The kinds a deployment can run, and their code: the registry's [`Admission`].
+#[derive(Clone, Debug)]
+pub(crate) struct Kinds {
+    pub embedded: EmbeddedAgents,
+    pub runs: Runs,
+}
+
+impl Kinds {
+    /// The code of `definition`'s agent in this process: the embedding program's agent of
+    /// that name if it registered one, else the built-in of its kind; `None` for an agent
+    /// whose code is a worker's own.
+    pub(crate) fn code(&self, definition: &AgentDefinition) -> Result<Code, FieldError> {
+        if let Some(agent) = self.embedded.get(&definition.name) {
+            return Ok(Some(agent.clone()));
+        }
+        Ok(Some(match definition.kind {
+            AgentKind::Embedded => {
+                return Err(FieldError::new(
+                    "kind",
+                    format!(
+                        "\"embedded\", but the program running Switchboard registered no agent \"{}\" (Switchboard::agent)",
+                        definition.name
+                    ),
+                ));
+            }
+            AgentKind::Worker => return Ok(None),
+            AgentKind::Consolidate => {
+                let mut agent = ConsolidateAgent::default();
+                if let Some(ms) = definition.pause_ms {
+                    agent.pause = Duration::from_millis(ms);
+                }
+                Arc::new(agent)
+            }
+            AgentKind::Conformance => Arc::new(ConformanceAgent::default()),
+            AgentKind::Bench => Arc::new(BenchAgent),
+            AgentKind::Echo => Arc::new(EchoAgent),
+        }))
+    }
+}
+
+impl Admission for Kinds {
+    fn admit(&self, definition: &AgentDefinition) -> Result<CardDefaults, FieldError> {
+        if let Some(secret) = &definition.webhook_secret {
+            sb_webhooks::signing::parse_secret(secret)
+                .map_err(|e| FieldError::new("webhook_secret", e))?;
+        }
+        match (definition.kind, self.runs) {
+            (AgentKind::Worker, Runs::InProcess) => {
+                return Err(FieldError::new(
+                    "kind",
+                    "\"worker\" agents run on remote workers, which attach to the split deployment (--services); this one runs agents in process",
+                ));
+            }
+            (AgentKind::Embedded, Runs::OnWorkers) => {
+                return Err(FieldError::new(
+                    "kind",
+                    "\"embedded\" agents run inside the program embedding Switchboard (all-in-one); a split deployment runs agents on workers",
+                ));
+            }
+            _ => {}
+        }
+        let Some(agent) = self.code(definition)? else {
+            return Ok(CardDefaults::default());
+        };
+        let described = agent.describe();
+        let builtin = !matches!(definition.kind, AgentKind::Embedded)
+            && !self.embedded.contains_key(&definition.name);
+        Ok(CardDefaults {
+            description: described.description,
+            skills: described.skills,
+            input_modes: described.input_modes,
+            output_modes: described.output_modes,
+            provider: builtin.then(|| AgentProvider {
+                organization: "Switchboard".into(),
+                url: "https://github.com/switchboard-a2a".into(),
+            }),
+        })
+    }
+}
+
+/// The bearer tokens every agent accepts (`--auth-token`).
+pub(crate) fn shared_tokens(config: &Config) -> anyhow::Result<Vec<Credential>> {
+    config
+        .auth_tokens
+        .iter()
+        .map(|entry| {
+            let (principal, secret) = config::parse_token(entry).map_err(anyhow::Error::msg)?;
+            Ok(Credential { principal, secret })
+        })
+        .collect()
+}
+
+/// The agent's authentication: its own credentials plus the `shared` tokens. A JWKS URL
+/// is fetched now and refreshed in the background until `stop`.
+pub(crate) async fn build_auth(
+    definition: &AgentDefinition,
+    shared: &[Credential],
     stop: &CancellationToken,
 ) -> anyhow::Result<AgentAuth> {
-    let mut auth = AgentAuth::default();
-    for entry in &config.auth_tokens {
-        let (principal, secret) = config::parse_token(entry).map_err(|e| anyhow::anyhow!(e))?;
-        auth.bearer_tokens.push(Credential { principal, secret });
-    }
-    if let Some(own) = &agent.auth {
-        for t in &own.bearer {
-            auth.bearer_tokens.push(Credential {
-                principal: t.principal.clone(),
-                secret: t.token.clone(),
-            });
-        }
-        auth.api_keys = own.api_keys.as_ref().map(|a| ApiKeys {
-            header: a.header.clone(),
-            keys: a
-                .keys
-                .iter()
-                .map(|k| Credential {
-                    principal: k.principal.clone(),
-                    secret: k.key.clone(),
-                })
-                .collect(),
-        });
-        if let Some(jwt) = &own.jwt {
+    let own = definition.auth.as_ref();
+    let jwt = match own.and_then(|a| a.jwt.as_ref()) {
+        None => None,
+        Some(jwt) => {
             let source = match (&jwt.jwks_file, &jwt.jwks_url) {
                 (Some(file), _) => JwksSource::File(file.clone()),
                 (None, Some(url)) => JwksSource::Url(url.clone()),
-                (None, None) => anyhow::bail!("agent \"{}\": auth.jwt needs a key set", agent.name),
+                (None, None) => anyhow::bail!("auth.jwt needs a key set"),
             };
             let verifier = JwtVerifier::load(
                 source,
@@ -57,14 +145,14 @@ async fn build_auth(
                 jwt.principal_claim.clone(),
             )
             .await
-            .map_err(|e| anyhow::anyhow!("agent \"{}\": {e}", agent.name))?;
+            .map_err(anyhow::Error::msg)?;
             if matches!(verifier.source, JwksSource::Url(_)) {
                 tokio::spawn(refresh_jwks(verifier.clone(), stop.clone()));
             }
-            auth.jwt = Some(verifier);
+            Some(verifier)
         }
-    }
-    Ok(auth)
+    };
+    Ok(AgentAuth::from_config(own, shared, jwt))
 }
 
 /// Fetches a JWKS URL again every few minutes (key rotation); a failed fetch keeps the
@@ -82,13 +170,13 @@ async fn refresh_jwks(verifier: JwtVerifier, stop: CancellationToken) {
 }
 
 /// The card entry of the stream-resume extension (docs/extensions.md).
-fn resume_extension(memory: bool) -> sb_protocol::card::AgentExtension {
+pub(crate) fn resume_extension(durable: bool) -> AgentExtension {
     let params = serde_json::json!({
         "sequence": "task-generation",
         "cursor": "Last-Event-ID",
-        "durable": !memory,
+        "durable": durable,
     });
-    sb_protocol::card::AgentExtension {
+    AgentExtension {
         uri: sb_gateway::ops::RESUME_EXTENSION.to_owned(),
         description: "Each task event has a per-task sequence number, sent as the SSE id. SubscribeToTask with \
                       Last-Event-ID replays exactly the events after it, then live ones, across restarts."
@@ -96,77 +184,4 @@ fn resume_extension(memory: bool) -> sb_protocol::card::AgentExtension {
         required: false,
         params: params.as_object().cloned(),
     }
-}
-
-/// Agents the program embedding Switchboard brings, by the name each is served under.
-pub(crate) type EmbeddedAgents = BTreeMap<String, Arc<dyn Agent>>;
-
-/// The agent an `[[agents]]` entry names: the embedding program's agent of that name if
-/// it registered one, else the built-in of its kind.
-pub(crate) fn build_agent(
-    config: &AgentConfig,
-    embedded: &EmbeddedAgents,
-) -> anyhow::Result<Arc<dyn Agent>> {
-    if let Some(agent) = embedded.get(&config.name) {
-        return Ok(agent.clone());
-    }
-    Ok(match config.kind {
-        AgentKind::Embedded => anyhow::bail!(
-            "agent \"{}\" is of kind \"embedded\", but the program running Switchboard \
-             registered no agent of that name (Switchboard::agent)",
-            config.name
-        ),
-        AgentKind::Consolidate => {
-            let mut agent = ConsolidateAgent::default();
-            if let Some(ms) = config.pause_ms {
-                agent.pause = Duration::from_millis(ms);
-            }
-            Arc::new(agent)
-        }
-        AgentKind::Conformance => Arc::new(ConformanceAgent::default()),
-        AgentKind::Bench => Arc::new(BenchAgent),
-        AgentKind::Echo => Arc::new(EchoAgent),
-    })
-}
-
-pub(crate) type HostedAgents = (
-    BTreeMap<String, Arc<dyn Agent>>,
-    Vec<HostedAgent>,
-    BTreeMap<String, AgentAuth>,
-);
-
-/// Each configured agent: the running agent, what its card says, how it authenticates.
-pub(crate) async fn host_agents(
-    config: &Config,
-    embedded: &EmbeddedAgents,
-    stop: &CancellationToken,
-) -> anyhow::Result<HostedAgents> {
-    let mut agents = BTreeMap::new();
-    let mut hosted = Vec::new();
-    let mut auths = BTreeMap::new();
-    for agent_config in &config.agents {
-        let agent = build_agent(agent_config, embedded)?;
-        let descriptor = agent.describe();
-        let auth = build_auth(config, agent_config, stop).await?;
-        let (security_schemes, security_requirements) = auth.card_security();
-        hosted.push(HostedAgent {
-            name: agent_config.name.clone(),
-            description: agent_config
-                .description
-                .clone()
-                .unwrap_or(descriptor.description),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            skills: descriptor.skills,
-            input_modes: descriptor.input_modes,
-            output_modes: descriptor.output_modes,
-            extensions: vec![resume_extension(config.memory && config.backend.is_none())],
-            security_schemes,
-            security_requirements,
-            merged_card_by_default: agent_config.card == CardForm::Merged,
-            extended_card: auth.is_enabled(),
-        });
-        auths.insert(agent_config.name.clone(), auth);
-        agents.insert(agent_config.name.clone(), agent);
-    }
-    Ok((agents, hosted, auths))
 }

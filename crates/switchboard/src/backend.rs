@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sb_store::{
     DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, RedisBus,
-    RedisStore, RedisWorkQueue, TaskStore, WorkQueue,
+    RedisStore, RedisWorkQueue, RegistryStore, TaskStore, WorkQueue,
 };
 
 use crate::config::Config;
@@ -16,6 +16,8 @@ pub(crate) struct Backend {
     pub tasks: Arc<dyn TaskStore>,
     pub push: Arc<dyn PushConfigStore>,
     pub dead: Arc<dyn DeadLetterStore>,
+    /// The registry's agent definitions and card signing key.
+    pub registry: Arc<dyn RegistryStore>,
     pub bus: Arc<dyn EventBus>,
     /// The turn queue of remote workers (Redis only).
     pub queue: Option<Arc<dyn WorkQueue>>,
@@ -62,7 +64,8 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
         return Ok(Backend {
             tasks: store.clone(),
             push: store.clone(),
-            dead: store,
+            dead: store.clone(),
+            registry: store,
             bus,
             queue: Some(queue),
             embedded: None,
@@ -74,7 +77,8 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
         return Ok(Backend {
             tasks: store.clone(),
             push: store.clone(),
-            dead: store,
+            dead: store.clone(),
+            registry: store,
             bus,
             queue: None,
             embedded: None,
@@ -87,6 +91,7 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
         tasks: store.clone(),
         push: store.clone(),
         dead: store.clone(),
+        registry: store.clone(),
         bus,
         queue: None,
         embedded: Some(store),

@@ -10,14 +10,17 @@
 //!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
 //! - `wiring`: what both deployments build the same way (the task-state service, the
 //!   dispatcher, deadlines, a gateway's state, serving until shutdown).
-//! - `agents`, `backend`, `observe`: the configured agents, where state lives (the
-//!   store and bus), metrics.
+//! - `agents`: the kinds of agent a deployment runs and their code, authentication;
+//!   `fleet`: the registry in a deployment (its signer, its routes) and the follower
+//!   that keeps the served agents and their authentication in step with it.
+//! - `backend`, `observe`: where state lives (the store and bus), metrics.
 //! - `mux`: HTTP and gRPC on one port, routed by content type; `http`: the server loop.
 
 mod agents;
 mod backend;
 pub mod cli;
 pub mod config;
+mod fleet;
 mod http;
 mod mux;
 mod observe;

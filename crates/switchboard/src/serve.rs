@@ -3,6 +3,7 @@
 //! [`crate::split`]. [`Switchboard`] is the same deployment inside a program of your own,
 //! with agents of that program beside the configured ones.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,15 +11,16 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
-use sb_registry::StaticRegistry;
+use sb_registry::LocalRegistry;
 use sb_webhooks::LocalPushConfigs;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::RoutesBuilder;
 
-use crate::agents::{EmbeddedAgents, host_agents};
+use crate::agents::{EmbeddedAgents, Kinds, Runs};
 use crate::backend;
 use crate::config::{self, AgentConfig, AgentKind, Config};
+use crate::fleet::{self, Followers};
 use crate::observe::count_task_events;
 use crate::wiring::{self, GatewayServices, OpenTasks};
 
@@ -122,10 +124,29 @@ async fn serve_all_in_one(
         );
     }
     let stop = CancellationToken::new();
-    let (agents, hosted, auths) = host_agents(&config, &embedded, &stop).await?;
+    let kinds = Kinds {
+        embedded,
+        runs: Runs::InProcess,
+    };
+    let signer = fleet::card_signer(&config, &*backend.registry).await?;
+    let maker = fleet::card_maker(&config, kinds.clone(), signer);
+    let registry = LocalRegistry::open(
+        backend.registry.clone(),
+        maker,
+        &config.agents,
+        config.default_agent.clone(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("registry: {e}"))?;
+    let registry = Arc::new(registry);
+    // Replicas sharing Redis hear of each other's registrations.
+    let following = registry.spawn_follow_store(stop.clone());
     let policy = wiring::webhook_policy(&config)?;
     let dispatcher = wiring::dispatcher(&config, &backend, policy.clone(), &mut metrics)?;
-    let host = AgentHost::new(agents, tasks.clone(), bus.clone());
+    let host = AgentHost::new(BTreeMap::new(), tasks.clone(), bus.clone());
+    let followers = Followers::new(&config, kinds, host.roster().clone())?;
+    let auth = followers.auth.clone();
+    followers.follow(&registry.live(), &stop).await?;
     let fanout = LocalFanout::new(tasks.clone(), bus.clone());
     fanout.register(&mut metrics);
     let services = GatewayServices {
@@ -136,23 +157,20 @@ async fn serve_all_in_one(
             tasks.clone(),
             policy,
         )),
-        registry: Arc::new(StaticRegistry::new(
-            &config.public_url(),
-            &hosted,
-            config.default_agent.as_deref(),
-        )),
+        registry: registry.live(),
         runner: Arc::new(host.clone()),
     };
     let state = wiring::gateway_state(
         &config,
         services,
-        auths,
+        auth,
         backend.health(),
         &stop,
         &mut metrics,
     );
     let mut grpc = RoutesBuilder::default();
-    let http = wiring::gateway_routes(state, &mut grpc);
+    let http =
+        wiring::gateway_routes(state, &mut grpc).merge(fleet::registry_routes(&config, registry));
     let http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));
     let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
     wiring::spawn_deadlines(&config, tasks, &backend, bus, &stop);
@@ -170,6 +188,7 @@ async fn serve_all_in_one(
     if !dispatcher.drain(grace).await {
         tracing::warn!("webhook deliveries still pending after the grace period were dropped");
     }
+    let _ = following.await;
     backend.close().await;
     Ok(())
 }

@@ -8,35 +8,36 @@
 //! gateway calls the task-state, fan-out and registry services over gRPC, even those in
 //! its own process; open tasks are counted in Redis; turns are queued for workers.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use sb_agent::Agent;
+use sb_agent::Roster;
 use sb_fanout::LocalFanout;
 use sb_gateway::Health;
-use sb_registry::StaticRegistry;
+use sb_gateway::auth::Authenticators;
+use sb_registry::{LocalRegistry, RegistryService};
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
-use sb_rpc::registry::{RegistryServer, load_registry};
+use sb_rpc::registry::{RegistryClient, RegistryServer};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
-use sb_rpc::workers::{HubMetrics, QueuePolicy, QueueRunner, WorkerHub};
+use sb_rpc::workers::{FleetPolicies, HubMetrics, Policies, QueueRunner, WorkerHub};
 use sb_tasks::LocalTaskService;
 use sb_webhooks::LocalPushConfigs;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::RoutesBuilder;
 
-use crate::agents::{EmbeddedAgents, host_agents};
+use crate::agents::{EmbeddedAgents, Kinds, Runs};
 use crate::backend::{self, Backend};
 use crate::config::{Config, Service};
+use crate::fleet::{self, Followers};
 use crate::observe::count_task_events;
 use crate::wiring::{self, GatewayServices, OpenTasks};
 
-/// How long a gateway waits for the registry service at startup.
+/// How long a gateway waits for the registry service's first fleet at startup.
 const REGISTRY_PATIENCE: Duration = Duration::from_secs(60);
 
 pub async fn serve_split(
@@ -53,16 +54,24 @@ pub async fn serve_split(
     let mut metrics = Registry::default();
     let mut grpc = RoutesBuilder::default();
     let mut http = axum::Router::new();
-    let (agents, hosted, auths) = host_agents(&config, &EmbeddedAgents::new(), &stop).await?;
-    let registry = Arc::new(StaticRegistry::new(
-        &config.public_url(),
-        &hosted,
-        config.default_agent.as_deref(),
-    ));
+    let kinds = Kinds {
+        embedded: EmbeddedAgents::new(),
+        runs: Runs::OnWorkers,
+    };
+    // The registry's state is in Redis: the registry service serves it, and the tasks
+    // service reads it too (its queue's agents and policies, workers' announcements).
+    let local_registry = match &backend {
+        Some(backend) if config.runs(Service::Registry) || config.runs(Service::Tasks) => {
+            Some(open_registry(&config, backend, kinds.clone(), &stop).await?)
+        }
+        _ => None,
+    };
     let mut dispatching = None;
     if let Some(backend) = &backend {
-        if config.runs(Service::Tasks) {
-            run_tasks(&config, backend, &mut grpc, &mut metrics, &stop)?;
+        if config.runs(Service::Tasks)
+            && let Some(registry) = &local_registry
+        {
+            run_tasks(&config, backend, registry, &mut grpc, &mut metrics, &stop)?;
         }
         if config.runs(Service::Fanout) {
             run_fanout(backend, &mut grpc, &mut metrics);
@@ -79,17 +88,25 @@ pub async fn serve_split(
             dispatching = Some((dispatcher, handle));
         }
     }
-    if config.runs(Service::Registry) {
+    if config.runs(Service::Registry)
+        && let Some(registry) = &local_registry
+    {
         let server = RegistryServer {
             registry: registry.clone(),
         };
         grpc.add_service(server.into_service());
+        if !config.runs(Service::Gateway) {
+            http = http.merge(fleet::registry_routes(&config, registry.clone()));
+        }
     }
     if config.runs(Service::Gateway) {
-        let services = clients(&config, &listener, agents, registry).await?;
-        let state = wiring::gateway_state(&config, services, auths, health, &stop, &mut metrics);
+        let local = local_registry.filter(|_| config.runs(Service::Registry));
+        let (services, registry, auth) = clients(&config, &listener, local, kinds, &stop).await?;
+        let state = wiring::gateway_state(&config, services, auth, health, &stop, &mut metrics);
         // The public A2A gRPC service sits with the internal ones (same content type).
-        http = http.merge(wiring::gateway_routes(state, &mut grpc));
+        http = http
+            .merge(wiring::gateway_routes(state, &mut grpc))
+            .merge(fleet::registry_routes(&config, registry));
         // The dead letters, through this gateway, of a dispatcher running elsewhere.
         if let (Some(_), Some(url), false) = (
             &config.admin_token,
@@ -139,6 +156,7 @@ pub async fn serve_split(
 fn run_tasks(
     config: &Config,
     backend: &Backend,
+    registry: &Arc<LocalRegistry>,
     grpc: &mut RoutesBuilder,
     metrics: &mut Registry,
     stop: &CancellationToken,
@@ -153,13 +171,7 @@ fn run_tasks(
         tasks.clone(),
         wiring::webhook_policy(config)?,
     ));
-    let policies: Arc<BTreeMap<String, QueuePolicy>> = Arc::new(
-        config
-            .agents
-            .iter()
-            .map(|agent| (agent.name.clone(), agent.queue_policy()))
-            .collect(),
-    );
+    let policies: Arc<dyn Policies> = Arc::new(FleetPolicies(registry.live()));
     let runner = QueueRunner {
         queue: queue.clone(),
         bus: bus.clone(),
@@ -175,7 +187,15 @@ fn run_tasks(
     grpc.add_service(server.into_service());
     let hub_metrics = HubMetrics::default();
     hub_metrics.register(metrics);
-    let hub = WorkerHub::new(queue, bus.clone(), tasks.clone(), policies, hub_metrics);
+    let announcements: Arc<dyn RegistryService> = registry.clone();
+    let hub = WorkerHub::new(
+        queue,
+        bus.clone(),
+        tasks.clone(),
+        policies,
+        Some(announcements),
+        hub_metrics,
+    );
     hub.spawn_reclaimer(stop.clone());
     grpc.add_service(hub.into_service());
     wiring::spawn_deadlines(config, tasks, backend, bus, stop);
@@ -204,42 +224,80 @@ fn run_fanout(backend: &Backend, grpc: &mut RoutesBuilder, metrics: &mut Registr
     grpc.add_service(server.into_service());
 }
 
+/// The registry over the shared store, following the other replicas' changes.
+async fn open_registry(
+    config: &Config,
+    backend: &Backend,
+    kinds: Kinds,
+    stop: &CancellationToken,
+) -> anyhow::Result<Arc<LocalRegistry>> {
+    let signer = fleet::card_signer(config, &*backend.registry).await?;
+    let maker = fleet::card_maker(config, kinds, signer);
+    let registry = LocalRegistry::open(
+        backend.registry.clone(),
+        maker,
+        &config.agents,
+        config.default_agent.clone(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("registry: {e}"))?;
+    let registry = Arc::new(registry);
+    registry.spawn_follow_store(stop.clone());
+    Ok(registry)
+}
+
 /// What a gateway reaches the other services through: gRPC clients, even of services
-/// running in this process (the `--…-url` options default to its own address). Only
-/// the registry running here is used directly: its cards are fixed at startup.
+/// running in this process (the `--…-url` options default to its own address), except
+/// the registry when it runs here. Also the registry it serves, and the
+/// authentication of each agent, both following the registry.
 async fn clients(
     config: &Config,
     listener: &TcpListener,
-    agents: BTreeMap<String, Arc<dyn Agent>>,
-    registry: Arc<StaticRegistry>,
-) -> anyhow::Result<GatewayServices> {
+    local_registry: Option<Arc<LocalRegistry>>,
+    kinds: Kinds,
+    stop: &CancellationToken,
+) -> anyhow::Result<(
+    GatewayServices,
+    Arc<dyn RegistryService>,
+    Arc<Authenticators>,
+)> {
     let own = format!("http://{}", listener.local_addr()?);
     let url = |given: &Option<String>| given.clone().unwrap_or_else(|| own.clone());
-    // The agents' code decides direct replies here at the edge (a pure function of the
-    // message); their turns run on workers.
-    let code: BTreeMap<String, Option<Arc<dyn Agent>>> = agents
-        .into_iter()
-        .map(|(name, agent)| (name, Some(agent)))
-        .collect();
-    let tasks = Arc::new(TaskStateClient::new(
-        channel(&url(&config.tasks_url))?,
-        code,
-    ));
-    let registry = match config.runs(Service::Registry) {
-        true => registry,
-        false => {
-            let loaded =
-                load_registry(channel(&url(&config.registry_url))?, REGISTRY_PATIENCE).await;
-            Arc::new(loaded.map_err(|e| anyhow::anyhow!(e))?)
+    let (registry, live): (Arc<dyn RegistryService>, _) = match local_registry {
+        Some(local) => {
+            let live = local.live();
+            (local, live)
+        }
+        None => {
+            let client = RegistryClient::connect(
+                channel(&url(&config.registry_url))?,
+                REGISTRY_PATIENCE,
+                stop.clone(),
+            )
+            .await
+            .map_err(anyhow::Error::msg)?;
+            let live = client.live();
+            (client, live)
         }
     };
-    Ok(GatewayServices {
+    // The agents' code decides direct replies here at the edge (a pure function of the
+    // message); their turns run on workers.
+    let roster = Arc::new(Roster::default());
+    let followers = Followers::new(config, kinds, roster.clone())?;
+    let auth = followers.auth.clone();
+    followers.follow(&live, stop).await?;
+    let tasks = Arc::new(TaskStateClient::new(
+        channel(&url(&config.tasks_url))?,
+        roster,
+    ));
+    let services = GatewayServices {
         tasks: tasks.clone(),
         fanout: Arc::new(FanoutClient::new(channel(&url(&config.fanout_url))?)),
         push: tasks.clone(),
-        registry,
+        registry: live,
         runner: tasks,
-    })
+    };
+    Ok((services, registry, auth))
 }
 
 fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {

@@ -4,13 +4,12 @@
 //! its own process; [`crate::split`] hands a gateway gRPC clients of the services that
 //! run elsewhere, and builds only the services its process runs.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
-use sb_gateway::auth::AgentAuth;
+use sb_gateway::auth::Authenticators;
 use sb_gateway::{AppState, EdgeLimits, Health};
 use sb_store::EventBus;
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
@@ -124,7 +123,7 @@ pub(crate) type GatewayServices = sb_gateway::Services;
 pub(crate) fn gateway_state(
     config: &Config,
     services: GatewayServices,
-    auths: BTreeMap<String, AgentAuth>,
+    auth: Arc<Authenticators>,
     health: Health,
     stop: &CancellationToken,
     metrics: &mut Registry,
@@ -133,7 +132,7 @@ pub(crate) fn gateway_state(
         max_body_bytes: config.max_body_bytes,
         max_streams_per_principal: config.max_streams_per_principal,
     };
-    AppState::new(services, limits, auths, health, stop.clone(), metrics)
+    AppState::new(services, limits, auth, health, stop.clone(), metrics)
 }
 
 /// The gateway's A2A bindings: its public gRPC service is added to `grpc`, its HTTP

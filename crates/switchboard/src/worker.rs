@@ -8,7 +8,7 @@ use sb_agent::Agent;
 use sb_rpc::workers::{WorkerOptions, run_worker};
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::build_agent;
+use crate::agents::{EmbeddedAgents, Kinds, Runs};
 use crate::config::Config;
 
 /// Serves turns of `agents` (all configured agents when empty) until `shutdown`.
@@ -19,10 +19,25 @@ pub async fn work(
     capacity: u32,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let kinds = Kinds {
+        embedded: EmbeddedAgents::new(),
+        runs: Runs::OnWorkers,
+    };
     let mut served: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
+    let mut definitions = Vec::new();
     for agent in &config.agents {
         if agents.is_empty() || agents.contains(&agent.name) {
-            served.insert(agent.name.clone(), build_agent(agent, &BTreeMap::new())?);
+            let code = kinds
+                .code(agent)
+                .map_err(|e| anyhow::anyhow!("agent \"{}\": {e}", agent.name))?;
+            let Some(code) = code else {
+                anyhow::bail!(
+                    "agent \"{}\" is of kind \"worker\": its code is a worker of its own, not `switchboard worker`",
+                    agent.name
+                );
+            };
+            served.insert(agent.name.clone(), code);
+            definitions.push(agent.clone());
         }
     }
     if let Some(missing) = agents.iter().find(|a| !served.contains_key(*a)) {
@@ -43,6 +58,9 @@ pub async fn work(
         ),
         capacity,
         agents: served,
+        // Announced, so a cluster whose registry lacks them serves them as configured
+        // here; an operator's definition of the same agent wins.
+        definitions,
     };
     tracing::info!(tasks_url, capacity, "switchboard worker starting");
     run_worker(options, stop)

@@ -15,7 +15,11 @@ pub fn extended_card(
     version: Version,
 ) -> Result<serde_json::Value, A2AError> {
     let authenticated = state.auth.get(&scope.agent).is_some_and(|a| a.is_enabled());
-    let entry = state.registry.card(&scope.agent).filter(|_| authenticated);
+    let entry = state
+        .registry
+        .fleet()
+        .card(&scope.agent)
+        .filter(|_| authenticated);
     let Some(entry) = entry else {
         return Err(match version {
             Version::V1_0 => A2AError::unsupported("this agent has no extended agent card"),

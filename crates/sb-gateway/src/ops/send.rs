@@ -10,8 +10,8 @@ use futures::StreamExt;
 use sb_agent::TurnOver;
 use sb_protocol::requests::{SendMessageRequest, history_limit};
 use sb_protocol::{
-    A2AError, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig, Version,
-    new_id,
+    A2AError, ErrorKind, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig,
+    Version, new_id,
 };
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskUpdate};
@@ -43,6 +43,15 @@ async fn start_turn(
     wait: Option<Duration>,
 ) -> Result<Started, A2AError> {
     req.validate()?;
+    if !state.runner.serves(&scope.agent) {
+        return Err(A2AError::new(
+            ErrorKind::MethodNotFound,
+            format!(
+                "agent \"{}\" was removed from the registry and takes no new messages; its tasks stay readable",
+                scope.agent
+            ),
+        ));
+    }
     let message = req.message.clone();
     if let Some(task_id) = message.task_id.clone().filter(|t| !t.is_empty()) {
         let existing = state.tasks.get(scope, &task_id).await?;

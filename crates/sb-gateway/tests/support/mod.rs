@@ -9,9 +9,13 @@ use std::sync::Arc;
 use sb_agent::builtin::{ConformanceAgent, EchoAgent};
 use sb_agent::{Agent, AgentHost, TurnRunner};
 use sb_fanout::LocalFanout;
-use sb_gateway::auth::AgentAuth;
+use sb_gateway::auth::{AgentAuth, Authenticators};
 use sb_gateway::{AppState, EdgeLimits, Health, Services};
-use sb_registry::{HostedAgent, StaticRegistry};
+use sb_registry::auth_config::{ApiKeyConfig, ApiKeyEntry, AuthConfig, JwtConfig, TokenConfig};
+use sb_registry::{
+    Admission, AgentDefinition, AgentKind, CardDefaults, CardForm, CardMaker, CardSettings,
+    FieldError, Fleet, LiveRegistry, Registration, Source,
+};
 use sb_store::{EventBus, LocalBus, MemoryStore};
 use sb_tasks::LocalTaskService;
 use sb_webhooks::{AddressPolicy, LocalPushConfigs};
@@ -30,27 +34,38 @@ pub(crate) fn state(
     let mut agents: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
     agents.insert("echo".into(), Arc::new(EchoAgent));
     agents.insert("conformance".into(), Arc::new(ConformanceAgent::default()));
-    let hosted: Vec<HostedAgent> = agents
+    let defaults: BTreeMap<String, CardDefaults> = agents
         .iter()
         .map(|(name, agent)| {
             let d = agent.describe();
-            let (security_schemes, security_requirements) =
-                auth.get(name).cloned().unwrap_or_default().card_security();
-            HostedAgent {
-                name: name.clone(),
+            let defaults = CardDefaults {
                 description: d.description,
-                version: "1".into(),
                 skills: d.skills,
                 input_modes: d.input_modes,
                 output_modes: d.output_modes,
-                extensions: vec![],
-                security_schemes,
-                security_requirements,
-                merged_card_by_default: name != "conformance",
-                extended_card: auth.get(name).is_some_and(AgentAuth::is_enabled),
-            }
+                provider: None,
+            };
+            (name.clone(), defaults)
         })
         .collect();
+    let maker = CardMaker {
+        settings: CardSettings {
+            public_url: "http://sb.test".into(),
+            ..Default::default()
+        },
+        admission: Arc::new(Defaults(defaults)),
+        signer: None,
+    };
+    let registrations = agents.keys().map(|name| {
+        let mut definition = AgentDefinition::new(name, AgentKind::Echo);
+        definition.version = Some("1".into());
+        definition.auth = auth.get(name).map(config_of);
+        if name == "conformance" {
+            definition.card = CardForm::V1;
+        }
+        Registration::new(definition, Source::Config, "1".into())
+    });
+    let fleet = maker.fleet(registrations, Some("echo"), &Fleet::default());
     let policy = AddressPolicy::parse("127.0.0.1/32").expect("a valid policy");
     let services = Services {
         tasks: tasks.clone(),
@@ -60,7 +75,7 @@ pub(crate) fn state(
             tasks.clone(),
             Arc::new(policy),
         )),
-        registry: Arc::new(StaticRegistry::new("http://sb.test", &hosted, Some("echo"))),
+        registry: Arc::new(LiveRegistry::new(fleet)),
         runner: runner(AgentHost::new(agents, tasks, bus)),
     };
     let limits = EdgeLimits {
@@ -70,9 +85,52 @@ pub(crate) fn state(
     AppState::new(
         services,
         limits,
-        auth,
+        Arc::new(Authenticators::new(auth)),
         Health::default(),
         CancellationToken::new(),
         &mut prometheus_client::registry::Registry::default(),
     )
+}
+
+/// Each agent's card defaults, from its code.
+#[derive(Debug)]
+struct Defaults(BTreeMap<String, CardDefaults>);
+
+impl Admission for Defaults {
+    fn admit(&self, definition: &AgentDefinition) -> Result<CardDefaults, FieldError> {
+        Ok(self.0.get(&definition.name).cloned().unwrap_or_default())
+    }
+}
+
+/// The `auth` of a definition that authenticates as `auth` does, so the card declares
+/// what the test's authenticator enforces.
+fn config_of(auth: &AgentAuth) -> AuthConfig {
+    AuthConfig {
+        bearer: auth
+            .bearer_tokens
+            .iter()
+            .map(|c| TokenConfig {
+                principal: c.principal.clone(),
+                token: c.secret.clone(),
+            })
+            .collect(),
+        api_keys: auth.api_keys.as_ref().map(|a| ApiKeyConfig {
+            header: a.header.clone(),
+            keys: a
+                .keys
+                .iter()
+                .map(|k| ApiKeyEntry {
+                    principal: k.principal.clone(),
+                    key: k.secret.clone(),
+                })
+                .collect(),
+        }),
+        jwt: auth.jwt.as_ref().map(|_| JwtConfig {
+            jwks_file: Some("test-keys.json".into()),
+            jwks_url: None,
+            issuer: None,
+            audience: None,
+            principal_claim: None,
+        }),
+    }
 }

@@ -21,24 +21,22 @@ use crate::wire::to_json;
 #[derive(Debug, Clone)]
 pub struct TaskStateClient {
     raw: Raw<Channel>,
-    /// Decides direct replies at the edge: a pure function of the message, known for the
-    /// agents whose code this process has (the built-in ones).
-    local_agents: Arc<std::collections::BTreeMap<String, Option<Arc<dyn sb_agent::Agent>>>>,
+    /// The agents served, and the code that decides direct replies at the edge (a pure
+    /// function of the message) for those whose code this process has (the built-ins).
+    local_agents: Arc<sb_agent::Roster>,
     /// A worker's turn (assignment id, agent): its updates are fenced by the turn's lease.
     turn: Option<(String, String)>,
 }
 
 impl TaskStateClient {
-    /// `agents`: every agent served, with its code when this process has it.
-    pub fn new(
-        channel: Channel,
-        agents: std::collections::BTreeMap<String, Option<Arc<dyn sb_agent::Agent>>>,
-    ) -> TaskStateClient {
+    /// `agents`: every agent served, with its code when this process has it (replaced
+    /// when the registry changes).
+    pub fn new(channel: Channel, agents: Arc<sb_agent::Roster>) -> TaskStateClient {
         TaskStateClient {
             raw: Raw::new(channel)
                 .max_decoding_message_size(64 * 1024 * 1024)
                 .max_encoding_message_size(64 * 1024 * 1024),
-            local_agents: Arc::new(agents),
+            local_agents: agents,
             turn: None,
         }
     }

@@ -42,7 +42,7 @@ async fn serve(max_open: usize) -> (TaskStateClient, Arc<LocalTaskService>) {
     );
     let channel = crate::wire::connect(&url).unwrap();
     let names = BTreeMap::from([("echo".to_owned(), None), ("bench".to_owned(), None)]);
-    let client = TaskStateClient::new(channel, names);
+    let client = TaskStateClient::new(channel, Arc::new(sb_agent::Roster::new(names)));
     (client, tasks)
 }
 

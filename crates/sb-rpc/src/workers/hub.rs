@@ -1,9 +1,9 @@
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use sb_agent::turn::{TurnEnd, fail_unsettled};
+use sb_registry::{AgentDefinition, RegistryError, RegistryService, Source};
 use sb_store::{EventBus, WorkItem, WorkQueue};
 use sb_tasks::TaskService;
 use tokio::sync::mpsc;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::session::{Session, with_retries};
-use super::{HEARTBEAT, LEASE, MAX_REDELIVERIES, OnWorkerLost, QueuePolicy};
+use super::{HEARTBEAT, LEASE, MAX_REDELIVERIES, OnWorkerLost, Policies, QueuePolicy};
 use crate::pb;
 use crate::pb::worker_message::Kind as Report;
 
@@ -28,7 +28,9 @@ pub(super) struct Inner {
     pub(super) queue: Arc<dyn WorkQueue>,
     pub(super) bus: Arc<dyn EventBus>,
     pub(super) tasks: Arc<dyn TaskService>,
-    pub(super) policies: Arc<BTreeMap<String, QueuePolicy>>,
+    pub(super) policies: Arc<dyn Policies>,
+    /// Registers the agents workers announce.
+    pub(super) registry: Option<Arc<dyn RegistryService>>,
     /// Names this replica's queue consumers apart from other replicas'.
     pub(super) replica: String,
     pub(super) metrics: HubMetrics,
@@ -84,7 +86,8 @@ impl WorkerHub {
         queue: Arc<dyn WorkQueue>,
         bus: Arc<dyn EventBus>,
         tasks: Arc<dyn TaskService>,
-        policies: Arc<BTreeMap<String, QueuePolicy>>,
+        policies: Arc<dyn Policies>,
+        registry: Option<Arc<dyn RegistryService>>,
         metrics: HubMetrics,
     ) -> WorkerHub {
         let replica = format!("replica-{}", uuid::Uuid::new_v4().simple());
@@ -94,6 +97,7 @@ impl WorkerHub {
                 bus,
                 tasks,
                 policies,
+                registry,
                 replica,
                 metrics,
             }),
@@ -115,7 +119,7 @@ impl WorkerHub {
                     () = stop.cancelled() => return,
                     () = tokio::time::sleep(HEARTBEAT * 2) => {}
                 }
-                for agent in inner.policies.keys() {
+                for agent in &inner.policies.agents() {
                     if let Ok(depth) = inner.queue.depth(agent).await {
                         let label = AgentLabel {
                             agent: agent.clone(),
@@ -151,7 +155,7 @@ impl WorkerHub {
 
 impl Inner {
     fn policy(&self, agent: &str) -> QueuePolicy {
-        self.policies.get(agent).cloned().unwrap_or_default()
+        self.policies.policy(agent).unwrap_or_default()
     }
 
     /// Ends a turn: fails a task the agent left running (unless the agent settled the
@@ -208,6 +212,48 @@ impl Inner {
     }
 }
 
+impl WorkerHub {
+    /// Registers the definitions a worker announced (an operator's definition of the
+    /// same agent wins); waits until they are served here.
+    async fn announce(&self, hello: &pb::Hello) -> Result<(), Status> {
+        if hello.definitions.is_empty() {
+            return Ok(());
+        }
+        let Some(registry) = &self.inner.registry else {
+            return Err(Status::failed_precondition(
+                "this task-state service takes no agent definitions from workers",
+            ));
+        };
+        for (i, json) in hello.definitions.iter().enumerate() {
+            let definition: AgentDefinition = serde_json::from_str(json).map_err(|e| {
+                Status::invalid_argument(format!(
+                    "Hello.definitions[{i}] is not an agent definition: {e}"
+                ))
+            })?;
+            if !hello.agents.contains(&definition.name) {
+                return Err(Status::invalid_argument(format!(
+                    "Hello.definitions[{i}] defines agent {:?}, which Hello.agents does not name",
+                    definition.name
+                )));
+            }
+            let name = definition.name.clone();
+            let put = registry
+                .put(definition, Source::Worker)
+                .await
+                .map_err(|e| match e {
+                    RegistryError::Invalid(field) => Status::invalid_argument(format!(
+                        "Hello.definitions[{i}] (agent {name:?}): {field}"
+                    )),
+                    other => Status::unavailable(other.to_string()),
+                })?;
+            if put.changed {
+                tracing::info!(agent = %name, worker = %hello.worker_id, version = put.agent.registration.version(), "agent registered as its worker announced it");
+            }
+        }
+        Ok(())
+    }
+}
+
 #[tonic::async_trait]
 impl pb::workers_server::Workers for WorkerHub {
     type AttachStream = ReceiverStream<Result<pb::WorkerCommand, Status>>;
@@ -231,19 +277,15 @@ impl pb::workers_server::Workers for WorkerHub {
                 "Hello must name at least one agent and a capacity of at least 1",
             ));
         }
+        self.announce(&hello).await?;
         if let Some(unknown) = hello
             .agents
             .iter()
-            .find(|a| !self.inner.policies.contains_key(*a))
+            .find(|a| self.inner.policies.policy(a).is_none())
         {
             return Err(Status::invalid_argument(format!(
-                "agent {unknown:?} is not configured on this Switchboard; configured: {}",
-                self.inner
-                    .policies
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "agent {unknown:?} is not registered on this Switchboard (configure it, register it, or announce its definition in Hello); registered: {}",
+                self.inner.policies.agents().join(", ")
             )));
         }
         let (commands, outbound) = mpsc::channel(64);

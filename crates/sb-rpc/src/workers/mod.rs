@@ -16,21 +16,14 @@ mod worker;
 
 pub use hub::{HubMetrics, WorkerHub};
 pub use queue_runner::QueueRunner;
+
 pub use worker::{WorkerOptions, run_worker};
 
 use std::time::Duration;
 
-/// What happens to a turn whose worker is lost (stopped heartbeating or disconnected).
-/// In configuration files: `"fail"` or `"reassign"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnWorkerLost {
-    /// Fail the task with the reason.
-    #[default]
-    Fail,
-    /// Queue the turn again for another worker (at most [`MAX_REDELIVERIES`] times).
-    Reassign,
-}
+/// What happens to a turn whose worker is lost (stopped heartbeating or disconnected):
+/// the agent definition's `on_worker_lost`, `"fail"` or `"reassign"`.
+pub use sb_registry::OnWorkerLost;
 
 /// How often a lost turn is handed out again before its task is failed.
 pub const MAX_REDELIVERIES: u32 = 3;
@@ -53,8 +46,52 @@ pub struct QueuePolicy {
 impl Default for QueuePolicy {
     fn default() -> Self {
         QueuePolicy {
-            max_queued: 1000,
+            max_queued: sb_registry::definition::DEFAULT_MAX_QUEUED,
             on_worker_lost: OnWorkerLost::Fail,
         }
+    }
+}
+
+impl QueuePolicy {
+    /// The policy an agent's definition sets.
+    pub fn of(definition: &sb_registry::AgentDefinition) -> QueuePolicy {
+        QueuePolicy {
+            max_queued: definition.max_queued,
+            on_worker_lost: definition.on_worker_lost,
+        }
+    }
+}
+
+/// The agents whose turns are queued, and each one's policy.
+pub trait Policies: Send + Sync + std::fmt::Debug + 'static {
+    fn policy(&self, agent: &str) -> Option<QueuePolicy>;
+    fn agents(&self) -> Vec<String>;
+}
+
+/// The registered agents, as the registry says now.
+#[derive(Clone, Debug)]
+pub struct FleetPolicies(pub std::sync::Arc<dyn sb_registry::CardRegistry>);
+
+impl Policies for FleetPolicies {
+    fn policy(&self, agent: &str) -> Option<QueuePolicy> {
+        let fleet = self.0.fleet();
+        Some(QueuePolicy::of(
+            &fleet.agent(agent)?.registration.definition,
+        ))
+    }
+
+    fn agents(&self) -> Vec<String> {
+        self.0.fleet().agents.keys().cloned().collect()
+    }
+}
+
+/// A fixed set of agents (tests, and programs without a registry).
+impl Policies for std::collections::BTreeMap<String, QueuePolicy> {
+    fn policy(&self, agent: &str) -> Option<QueuePolicy> {
+        self.get(agent).cloned()
+    }
+
+    fn agents(&self) -> Vec<String> {
+        self.keys().cloned().collect()
     }
 }

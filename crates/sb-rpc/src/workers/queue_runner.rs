@@ -1,4 +1,3 @@
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -8,7 +7,7 @@ use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
 use sb_tasks::{Scope, TaskService, TaskUpdate};
 
-use super::QueuePolicy;
+use super::Policies;
 use super::session::with_retries;
 
 #[derive(Debug, Clone)]
@@ -17,7 +16,7 @@ pub struct QueueRunner {
     pub bus: Arc<dyn EventBus>,
     pub tasks: Arc<dyn TaskService>,
     /// The agents served, with their queue policy.
-    pub policies: Arc<BTreeMap<String, QueuePolicy>>,
+    pub policies: Arc<dyn Policies>,
 }
 
 fn unavailable(e: impl std::fmt::Display) -> A2AError {
@@ -32,7 +31,7 @@ impl TurnRunner for QueueRunner {
     }
 
     fn serves(&self, agent: &str) -> bool {
-        self.policies.contains_key(agent)
+        self.policies.policy(agent).is_some()
     }
 
     /// Decided at the edge, where the agent's code is known; the queue has none.
@@ -42,11 +41,7 @@ impl TurnRunner for QueueRunner {
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
         let task_id = record.task.id.clone();
-        let policy = self
-            .policies
-            .get(&record.agent)
-            .cloned()
-            .unwrap_or_default();
+        let policy = self.policies.policy(&record.agent).unwrap_or_default();
         let item = WorkItem {
             task_id: task_id.clone(),
             agent: record.agent.clone(),
@@ -111,10 +106,12 @@ impl TurnRunner for QueueRunner {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::workers::QueuePolicy;
     use sb_protocol::Role;
     use sb_store::redis::testing::TestRedis;
     use sb_store::{RedisBus, RedisStore, RedisWorkQueue};
     use sb_tasks::{LocalTaskService, NewTask, Scope};
+    use std::collections::BTreeMap;
 
     /// A runner for agent "a" under `policy`, on Redis, with its task service and queue.
     async fn runner_on(
@@ -131,7 +128,7 @@ mod tests {
             queue: queue.clone(),
             bus,
             tasks: tasks.clone(),
-            policies: Arc::new([("a".to_owned(), policy)].into()),
+            policies: Arc::new(BTreeMap::from([("a".to_owned(), policy)])),
         };
         (runner, tasks, queue)
     }

@@ -28,6 +28,9 @@ pub struct WorkerOptions {
     /// Turns run at once.
     pub capacity: u32,
     pub agents: BTreeMap<String, Arc<dyn Agent>>,
+    /// Definitions of served agents to announce: each is registered unless an operator
+    /// configured or registered the agent, so the agent describes itself.
+    pub definitions: Vec<sb_registry::AgentDefinition>,
 }
 
 type Runs = Arc<Mutex<HashMap<String, CancellationToken>>>;
@@ -41,7 +44,7 @@ const RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// canceled here: the service has already re-queued or failed them.
 pub async fn run_worker(options: WorkerOptions, stop: CancellationToken) -> Result<(), String> {
     let channel = connect(&options.tasks_url)?;
-    let tasks = TaskStateClient::new(channel.clone(), BTreeMap::new());
+    let tasks = TaskStateClient::new(channel.clone(), Default::default());
     let mut reconnect = Backoff::doubling(RECONNECT_FIRST, RECONNECT_MAX);
     loop {
         let runs = Runs::default();
@@ -90,6 +93,11 @@ async fn attach(
             worker_id: options.worker_id.clone(),
             agents: options.agents.keys().cloned().collect(),
             capacity: options.capacity,
+            definitions: options
+                .definitions
+                .iter()
+                .filter_map(|d| serde_json::to_string(d).ok())
+                .collect(),
         })),
     };
     reports.send(hello).await.map_err(|e| e.to_string())?;

@@ -25,6 +25,7 @@ pub(super) enum Reply {
         oneshot::Sender<StoreResult<Option<DeadLetter>>>,
         StoreResult<Option<DeadLetter>>,
     ),
+    Bytes(oneshot::Sender<StoreResult<Vec<u8>>>, StoreResult<Vec<u8>>),
 }
 
 impl Reply {
@@ -35,11 +36,13 @@ impl Reply {
             | WriteOp::PutPush(_, tx)
             | WriteOp::DeletePushAll(_, tx)
             | WriteOp::AdvancePush(_, _, _, tx)
-            | WriteOp::PutDead(_, tx) => Reply::Unit(tx, Ok(())),
-            WriteOp::DeletePush(_, _, tx) | WriteOp::DeleteTask(_, tx) => {
-                Reply::Bool(tx, Ok(false))
-            }
+            | WriteOp::PutDead(_, tx)
+            | WriteOp::PutAgent(_, _, tx) => Reply::Unit(tx, Ok(())),
+            WriteOp::DeletePush(_, _, tx)
+            | WriteOp::DeleteTask(_, tx)
+            | WriteOp::RemoveAgent(_, tx) => Reply::Bool(tx, Ok(false)),
             WriteOp::TakeDead(_, tx) => Reply::Dead(tx, Ok(None)),
+            WriteOp::SigningKey(_, tx) => Reply::Bytes(tx, Ok(Vec::new())),
         }
     }
 
@@ -50,9 +53,11 @@ impl Reply {
             (Reply::Unit(tx, result), Ok(())) => drop(tx.send(result)),
             (Reply::Bool(tx, result), Ok(())) => drop(tx.send(result)),
             (Reply::Dead(tx, result), Ok(())) => drop(tx.send(result)),
+            (Reply::Bytes(tx, result), Ok(())) => drop(tx.send(result)),
             (Reply::Unit(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
             (Reply::Bool(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
             (Reply::Dead(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
+            (Reply::Bytes(tx, _), Err(e)) => drop(tx.send(Err(failed(e)))),
         }
     }
 }

@@ -27,6 +27,7 @@
 //! - [`journal`]: the redo journal: its entries, frames and two files.
 //! - [`tables`]: journal entries applied to the tables, checkpoints, the replay on open.
 //! - [`runs`]: how the events table holds a task's events.
+//! - [`registry`]: the agent registry's records ([`RegistryStore`](crate::RegistryStore)).
 
 mod api;
 mod batch;
@@ -37,6 +38,7 @@ mod hot;
 mod journal;
 mod open;
 mod ops;
+mod registry;
 mod runs;
 mod tables;
 mod writer;
@@ -58,6 +60,10 @@ const DEAD: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("dead_letter
 const FINISHED: TableDefinition<'_, (u64, &str), ()> = TableDefinition::new("finished");
 /// Tasks not finished yet, for recovery and the deadlines at startup.
 const UNFINISHED: TableDefinition<'_, &str, ()> = TableDefinition::new("unfinished");
+/// The agent registry's agents by name ([`crate::traits::RegistryStore`]).
+const AGENTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("registry_agents");
+/// The agent registry's store-wide values, by [`registry`]'s keys (the signing key).
+const REGISTRY_META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("registry_meta");
 
 use hot::SharedHot;
 use writer::{Queued, WriteOp};
@@ -70,6 +76,9 @@ pub struct RedbStore {
     /// Why the store takes no more writes until it is reopened, if it does not.
     fault: writer::Fault,
     lag: tokio::sync::watch::Receiver<Lag>,
+    /// The names of agents put or removed, sent once the write is acknowledged
+    /// ([`RegistryStore::watch_agents`](crate::RegistryStore::watch_agents)).
+    agents_changed: tokio::sync::broadcast::Sender<String>,
 }
 
 /// Whether the file is behind the acknowledged writes (batches journaled and
@@ -186,5 +195,7 @@ fn encode<T: serde::Serialize>(value: &T) -> StoreResult<Vec<u8>> {
     serde_json::to_vec(value).map_err(StoreError::backend)
 }
 
+#[cfg(test)]
+mod registry_tests;
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::hot::SharedHot;
 use super::{Lag, PUSH, RedbStore, checkpoints, dropper, journal, tables, writer};
-use crate::traits::{StoreError, StoreResult};
+use crate::traits::{AGENT_CHANGES_CAPACITY, StoreError, StoreResult};
 
 /// redb's page cache. Its default (1 GiB) let a busy server's memory grow with every task
 /// until it reached a gigabyte, and faulting in the fresh pages cost CPU of its own.
@@ -109,6 +109,7 @@ impl RedbStore {
             hot,
             fault,
             lag,
+            agents_changed: tokio::sync::broadcast::channel(AGENT_CHANGES_CAPACITY).0,
         })
     }
 }

@@ -11,7 +11,7 @@ use super::hot::SharedHot;
 use super::journal::Entry;
 use super::tables::PushTable;
 use super::writer::WriteOp;
-use super::{decode, encode};
+use super::{decode, encode, registry};
 use crate::record::{DeadLetter, PushConfigRecord, TaskCommit, TaskHead};
 use crate::traits::{StoreError, StoreResult};
 
@@ -116,6 +116,34 @@ pub(super) fn apply_op(
             }
             touched_push.insert(task_id);
             Reply::Bool(tx, Ok(existed))
+        }
+        WriteOp::PutAgent(name, value, tx) => {
+            writer.write(Entry::PutAgent {
+                name: &name,
+                value: &value,
+            })?;
+            Reply::Unit(tx, Ok(()))
+        }
+        WriteOp::RemoveAgent(name, tx) => {
+            let existed = registry::has_agent(writer.tables()?.registry()?, &name)?;
+            if existed {
+                writer.write(Entry::RemoveAgent { name: &name })?;
+            }
+            Reply::Bool(tx, Ok(existed))
+        }
+        WriteOp::SigningKey(generated, tx) => {
+            // Read and written in this one transaction, by the one writer: atomic.
+            let key = match registry::signing_key(writer.tables()?.registry()?)? {
+                Some(stored) => stored,
+                None => {
+                    writer.write(Entry::PutRegistryMeta {
+                        key: registry::SIGNING_KEY,
+                        value: &generated,
+                    })?;
+                    generated
+                }
+            };
+            Reply::Bytes(tx, Ok(key))
         }
     })
 }

@@ -4,7 +4,8 @@
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::journal::{Entry, Journal, entries};
-use super::{DEAD, EVENTS, FINISHED, PUSH, TASKS, UNFINISHED};
+use super::registry::RegistryTables;
+use super::{AGENTS, DEAD, EVENTS, FINISHED, PUSH, REGISTRY_META, TASKS, UNFINISHED};
 use crate::record::TaskHead;
 use crate::traits::{StoreError, StoreResult};
 
@@ -25,11 +26,17 @@ pub(super) struct Tables<'txn> {
     pub(super) dead: redb::Table<'txn, &'static str, &'static [u8]>,
     pub(super) finished: redb::Table<'txn, (u64, &'static str), ()>,
     pub(super) unfinished: redb::Table<'txn, &'static str, ()>,
+    /// Opened on first use: a batch seldom touches the registry, and the task commits'
+    /// batches should not pay for opening its tables.
+    registry: Option<RegistryTables<'txn>>,
+    txn: &'txn WriteTransaction,
 }
 
 impl<'txn> Tables<'txn> {
     pub(super) fn open(txn: &'txn WriteTransaction) -> StoreResult<Tables<'txn>> {
         Ok(Tables {
+            registry: None,
+            txn,
             tasks: txn.open_table(TASKS).map_err(StoreError::backend)?,
             events: txn.open_table(EVENTS).map_err(StoreError::backend)?,
             push: txn.open_table(PUSH).map_err(StoreError::backend)?,
@@ -37,6 +44,15 @@ impl<'txn> Tables<'txn> {
             finished: txn.open_table(FINISHED).map_err(StoreError::backend)?,
             unfinished: txn.open_table(UNFINISHED).map_err(StoreError::backend)?,
         })
+    }
+
+    /// The registry's tables, opened in this transaction on first use.
+    pub(super) fn registry(&mut self) -> StoreResult<&mut RegistryTables<'txn>> {
+        let tables = match self.registry.take() {
+            Some(tables) => tables,
+            None => RegistryTables::open(self.txn)?,
+        };
+        Ok(self.registry.insert(tables))
     }
 
     pub(super) fn apply(&mut self, entry: &Entry<'_>) -> StoreResult<()> {
@@ -70,13 +86,20 @@ impl<'txn> Tables<'txn> {
             Entry::RemoveFinished { at, id } => self.finished.remove((at, id)).map(drop),
             Entry::PutUnfinished { id } => self.unfinished.insert(id, ()).map(drop),
             Entry::RemoveUnfinished { id } => self.unfinished.remove(id).map(drop),
+            Entry::PutAgent { name, value } => {
+                self.registry()?.agents.insert(name, value).map(drop)
+            }
+            Entry::RemoveAgent { name } => self.registry()?.agents.remove(name).map(drop),
+            Entry::PutRegistryMeta { key, value } => {
+                self.registry()?.meta.insert(key, value).map(drop)
+            }
         };
         done.map_err(StoreError::backend)
     }
 }
 
-/// Creates every table the store uses (a new file has none) and returns the epoch the
-/// last checkpoint recorded (0 for a new store).
+/// Creates every table the store uses (a new file has none, an older one not all) and
+/// returns the epoch the last checkpoint recorded (0 for a new store).
 pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
     let txn = db.begin_write().map_err(StoreError::backend)?;
     let epoch = {
@@ -86,6 +109,10 @@ pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
         txn.open_table(DEAD).map_err(StoreError::backend)?;
         txn.open_table(FINISHED).map_err(StoreError::backend)?;
         txn.open_table(UNFINISHED).map_err(StoreError::backend)?;
+        // Reads open tables without creating them: a file from before the registry was
+        // stored here gets its (empty) tables now, so reading it finds them.
+        txn.open_table(AGENTS).map_err(StoreError::backend)?;
+        txn.open_table(REGISTRY_META).map_err(StoreError::backend)?;
         let meta = txn.open_table(META).map_err(StoreError::backend)?;
         let epoch = meta.get(JOURNAL_EPOCH).map_err(StoreError::backend)?;
         epoch.map(|e| e.value()).unwrap_or(0)

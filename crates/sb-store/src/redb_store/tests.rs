@@ -444,14 +444,14 @@ async fn pending_closed(path: &Path) -> usize {
     panic!("the store file stayed locked");
 }
 
-fn journal_of(path: &Path) -> std::path::PathBuf {
+pub(super) fn journal_of(path: &Path) -> std::path::PathBuf {
     let mut journal = path.as_os_str().to_owned();
     journal.push(".journal");
     journal.into()
 }
 
 /// Opens the store again once the previous one has let go of the file.
-async fn reopen(path: &Path, checkpoint_every: Duration) -> RedbStore {
+pub(super) async fn reopen(path: &Path, checkpoint_every: Duration) -> RedbStore {
     for _ in 0..100 {
         if let Ok(store) = RedbStore::open_checkpointing(path, checkpoint_every) {
             return store;

@@ -57,6 +57,12 @@ pub(super) enum WriteOp {
     PutDead(Box<DeadLetter>, oneshot::Sender<StoreResult<()>>),
     TakeDead(String, oneshot::Sender<StoreResult<Option<DeadLetter>>>),
     DeleteTask(String, oneshot::Sender<StoreResult<bool>>),
+    /// The registry's agent by name, and its stored form.
+    PutAgent(String, Vec<u8>, oneshot::Sender<StoreResult<()>>),
+    RemoveAgent(String, oneshot::Sender<StoreResult<bool>>),
+    /// The stored signing key, storing this generated one first if there is none:
+    /// decided here, the one writer, so callers racing all get the first key stored.
+    SigningKey(Vec<u8>, oneshot::Sender<StoreResult<Vec<u8>>>),
 }
 
 /// Why the store takes no more writes until it is reopened (see [`RedbStore::fault`]).

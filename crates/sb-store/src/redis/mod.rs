@@ -21,6 +21,12 @@
 //! - `P push-cursor:{task}`: HASH config id → delivery cursor (see `push.rs` for why apart).
 //! - `P push-tasks`: SET of task ids that have configs.
 //! - `P dead`: HASH id → DeadLetter JSON; `P dead-order`: ZSET id by failed-at millis.
+//! - `P registry:agents`: HASH agent name → the registry's stored form of the agent (its
+//!   JSON, opaque here).
+//! - `P registry:signing-key`: STRING, the key the registry signs cards with; set once,
+//!   by the first replica to start (SET NX in a script that returns what is stored).
+//! - channel `P registry:changes`: an agent's name, published with each put or removal
+//!   (in the same MULTI), so every replica reloads it.
 //!
 //! Every multi-key write is one Lua script or one MULTI, so a crash or a racing replica
 //! never leaves half of a write behind. The layout needs one Redis (or a primary with
@@ -30,6 +36,9 @@ mod bus;
 mod group;
 mod pubsub;
 mod push;
+mod registry;
+#[cfg(test)]
+mod registry_tests;
 mod scripts;
 mod store;
 #[doc(hidden)]
@@ -115,6 +124,15 @@ impl Keys {
     }
     fn dead_order(&self) -> String {
         format!("{}dead-order", self.prefix)
+    }
+    fn registry_agents(&self) -> String {
+        format!("{}registry:agents", self.prefix)
+    }
+    fn registry_signing_key(&self) -> String {
+        format!("{}registry:signing-key", self.prefix)
+    }
+    fn registry_changes(&self) -> String {
+        format!("{}registry:changes", self.prefix)
     }
 }
 

@@ -10,6 +10,10 @@
 //! watchers' backs, because what was published while the connection was down is gone from
 //! pub/sub and only a re-read of the log finds it.
 //!
+//! A caller that must stay subscribed through breaks (the registry's watcher) subscribes
+//! again itself, pausing as [`PubSub::until_retry`] says, and treats the break as "changes
+//! may have been missed".
+//!
 //! Its parts: `pubsub/connection.rs`, the dedicated connection, its reader and its
 //! reconnects; `pubsub/routes.rs`, the routes by channel that the reader hands messages
 //! to, and the sweep that unsubscribes channels nobody watches any more.
@@ -35,6 +39,9 @@ use routes::{Route, Routes, Sweep, sweep_periodically};
 /// A watched task's channel holds its slots from the start (~0.1 KB each): at 256, a
 /// fan-out node holding 10k idle streams kept ~240 MB of empty slots.
 const CHANNEL_CAPACITY: usize = 32;
+/// How many names a [`PubSub::names`] receiver may fall behind (its reader only hands
+/// them on to local receivers).
+const NAMES_CAPACITY: usize = 256;
 
 pub(super) struct PubSub {
     client: Client,
@@ -79,7 +86,18 @@ impl PubSub {
         let new = || Route::Events(broadcast::channel(CHANNEL_CAPACITY).0);
         self.watch(channel, new, |route| match route {
             Route::Events(sender) => Some(sender.subscribe()),
-            Route::Signals { .. } => None,
+            Route::Names(_) | Route::Signals { .. } => None,
+        })
+        .await
+    }
+
+    /// Every message on `channel` from now on, as text. Like [`PubSub::events`], the
+    /// receiver closes when the connection breaks (what was published meanwhile is lost).
+    pub(super) async fn names(&self, channel: String) -> StoreResult<broadcast::Receiver<String>> {
+        let new = || Route::Names(broadcast::channel(NAMES_CAPACITY).0);
+        self.watch(channel, new, |route| match route {
+            Route::Names(sender) => Some(sender.subscribe()),
+            Route::Events(_) | Route::Signals { .. } => None,
         })
         .await
     }
@@ -107,7 +125,7 @@ impl PubSub {
         };
         self.watch(channel, new, |route| match route {
             Route::Signals { watchers, .. } => Some(watchers.watch(key)),
-            Route::Events(_) => None,
+            Route::Events(_) | Route::Names(_) => None,
         })
         .await
     }

@@ -15,3 +15,5 @@ pub(super) static DELETE_PUSH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/delete_push.lua")));
 pub(super) static TAKE_DEAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/take_dead.lua")));
+pub(super) static SIGNING_KEY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/signing_key.lua")));

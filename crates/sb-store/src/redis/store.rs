@@ -9,6 +9,7 @@ use ::redis::streams::StreamRangeReply;
 use ::redis::{RedisError, Value};
 use async_trait::async_trait;
 
+use super::registry::RegistryWatch;
 use super::{
     CONNECT_TIMEOUT, GLOBAL_STREAM_CAP, Keys, RESPONSE_TIMEOUT, backend_error, decode, open_client,
     probe, scripts,
@@ -34,6 +35,8 @@ pub struct RedisStore {
     pub(super) place: Arc<str>,
     /// Set once `P finished` and `P unfinished` are known to index every task.
     tasks_indexed: Arc<tokio::sync::OnceCell<()>>,
+    /// Watching the agent registry (`registry.rs`), started by the first watcher.
+    pub(super) registry: Arc<RegistryWatch>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -57,6 +60,7 @@ impl RedisStore {
             .set_number_of_retries(RECONNECT_RETRIES)
             .set_max_delay(MAX_RECONNECT_DELAY);
         probe(&client, &place).await?;
+        let registry = Arc::new(RegistryWatch::new(client.clone()));
         let conn = ConnectionManager::new_lazy_with_config(client, config)
             .map_err(|e| backend_error(&place, "connect", &e))?;
         Ok(RedisStore {
@@ -66,6 +70,7 @@ impl RedisStore {
             },
             place: place.into(),
             tasks_indexed: Arc::default(),
+            registry,
         })
     }
 
@@ -80,7 +85,7 @@ impl RedisStore {
     /// Sends a read, once more if the connection had dropped: after Redis restarts, the
     /// first command on the old connection fails while the manager reconnects behind
     /// it, and a read is safe to repeat.
-    async fn read<T: ::redis::FromRedisValue>(
+    pub(super) async fn read<T: ::redis::FromRedisValue>(
         &self,
         cmd: &::redis::Cmd,
         what: &str,

@@ -72,6 +72,12 @@ pub struct Overrides {
     /// The dispatcher service, for the admin endpoints on a gateway.
     #[arg(long, env = "SWITCHBOARD_DISPATCHER_URL")]
     pub dispatcher_url: Option<String>,
+    /// Sign cards with this key (PKCS#8 PEM, P-256 or Ed25519) instead of the generated one.
+    #[arg(long, env = "SWITCHBOARD_CARD_SIGNING_KEY")]
+    pub card_signing_key: Option<PathBuf>,
+    /// Serve cards unsigned.
+    #[arg(long, env = "SWITCHBOARD_UNSIGNED_CARDS")]
+    pub unsigned_cards: bool,
 }
 
 /// Overrides added to the file's list instead of replacing it: credentials and trusted

@@ -3,7 +3,7 @@
 //!
 //! - here: the settings of `switchboard serve` ([`Config`]), their defaults, and the
 //!   services of a split deployment ([`Service`]);
-//! - `agent`: the `[[agents]]` entries ([`AgentConfig`]) and their credentials;
+//! - `agent`: the `[[agents]]` entries ([`AgentConfig`], the registry's agent definition);
 //! - `load`: the settings given as flags or in the environment ([`Overrides`]), laid over
 //!   the file by [`load`];
 //! - `validate`: what the types cannot say (names, limits, credentials, topology).
@@ -25,7 +25,7 @@ pub use agent::{
 };
 pub use load::{Overrides, load};
 /// What happens to a turn whose worker is lost (`on_worker_lost`).
-pub use sb_rpc::workers::OnWorkerLost;
+pub use sb_registry::OnWorkerLost;
 pub use validate::parse_token;
 pub(crate) use validate::validate;
 
@@ -83,6 +83,12 @@ pub struct Config {
     pub registry_url: Option<String>,
     /// The dispatcher service, whose dead letters a gateway serves at `/admin/…`.
     pub dispatcher_url: Option<String>,
+    /// Signs the cards served (JWS, A2A §8.4) with this key: a PKCS#8 PEM file, EC P-256
+    /// (ES256) or Ed25519 (EdDSA). Without one, a key generated at the first start and
+    /// kept in the store (so every replica signs with it).
+    pub card_signing_key: Option<PathBuf>,
+    /// Serve cards unsigned.
+    pub unsigned_cards: bool,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -98,7 +104,7 @@ pub enum Service {
     Fanout,
     /// Webhook deliveries.
     Dispatcher,
-    /// The agent cards.
+    /// The agent registry: definitions and their cards.
     Registry,
 }
 
@@ -115,7 +121,10 @@ impl Service {
 
     /// Whether it keeps its state in the shared backend (Redis), so every replica sees it.
     pub fn needs_backend(self) -> bool {
-        matches!(self, Service::Tasks | Service::Fanout | Service::Dispatcher)
+        matches!(
+            self,
+            Service::Tasks | Service::Fanout | Service::Dispatcher | Service::Registry
+        )
     }
 }
 
@@ -155,6 +164,8 @@ impl Default for Config {
             fanout_url: None,
             registry_url: None,
             dispatcher_url: None,
+            card_signing_key: None,
+            unsigned_cards: false,
             agents: agent::default_agents(),
         }
     }

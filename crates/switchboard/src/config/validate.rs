@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{AuthConfig, Config, Service};
+use super::{Config, Service};
 
 /// The checks of every deployment (the embedding program runs them again after adding
 /// its agents).
@@ -13,17 +13,9 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
     }
     let mut seen = BTreeSet::new();
     for agent in &config.agents {
-        let valid_name = !agent.name.is_empty()
-            && agent
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid_name {
-            return Err(format!(
-                "agent name \"{}\" must be non-empty and use only letters, digits, '-' and '_'",
-                agent.name
-            ));
-        }
+        agent
+            .validate()
+            .map_err(|e| format!("agent \"{}\": {e}", agent.name))?;
         if !seen.insert(agent.name.as_str()) {
             return Err(format!("agent \"{}\" is configured twice", agent.name));
         }
@@ -40,9 +32,6 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
         parse_token(entry)?;
     }
     for agent in &config.agents {
-        if let Some(auth) = &agent.auth {
-            validate_auth(&agent.name, auth)?;
-        }
         if let Some(secret) = &agent.webhook_secret {
             sb_webhooks::signing::parse_secret(secret)
                 .map_err(|e| format!("agent \"{}\": {e}", agent.name))?;
@@ -124,14 +113,6 @@ pub(super) fn validate_topology(config: &Config) -> Result<(), String> {
             }
         }
     }
-    for agent in &config.agents {
-        if agent.max_queued == 0 {
-            return Err(format!(
-                "agent \"{}\": max_queued must be positive",
-                agent.name
-            ));
-        }
-    }
     Ok(())
 }
 
@@ -150,40 +131,6 @@ pub fn parse_token(entry: &str) -> Result<(String, String), String> {
                 .into(),
         ),
     }
-}
-
-fn validate_auth(agent: &str, auth: &AuthConfig) -> Result<(), String> {
-    let secrets = auth.bearer.iter().map(|t| (&t.principal, &t.token)).chain(
-        auth.api_keys
-            .iter()
-            .flat_map(|a| a.keys.iter().map(|k| (&k.principal, &k.key))),
-    );
-    for (principal, secret) in secrets {
-        if principal.trim().is_empty()
-            || secret.trim().is_empty()
-            || secret.contains(char::is_whitespace)
-        {
-            return Err(format!(
-                "agent \"{agent}\": every credential needs a principal and a secret without spaces"
-            ));
-        }
-    }
-    if let Some(jwt) = &auth.jwt
-        && jwt.jwks_file.is_some() == jwt.jwks_url.is_some()
-    {
-        return Err(format!(
-            "agent \"{agent}\": auth.jwt needs exactly one of jwks_file and jwks_url"
-        ));
-    }
-    if let Some(api) = &auth.api_keys
-        && axum::http::HeaderName::from_bytes(api.header.as_bytes()).is_err()
-    {
-        return Err(format!(
-            "agent \"{agent}\": \"{}\" is not a valid header name",
-            api.header
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -232,7 +179,7 @@ mod tests {
         let no_queue = "default_agent='a'\n[[agents]]\nname='a'\nkind='echo'\nmax_queued=0\n";
         let error = load(Some(no_queue), Overrides::default()).unwrap_err();
         assert!(
-            error.contains("agent \"a\": max_queued must be positive"),
+            error.contains("agent \"a\": max_queued: must be positive"),
             "{error}"
         );
     }
@@ -251,7 +198,7 @@ mod tests {
             "default_agent='a'\n[[agents]]\nname='a'\nkind='robot'\n",
             Overrides::default(),
             "kind='robot'",
-            "unknown variant `robot`, expected one of `echo`, `consolidate`, `conformance`, `bench`, `embedded`",
+            "unknown variant `robot`, expected one of `echo`, `consolidate`, `conformance`, `bench`, `embedded`, `worker`",
         );
     }
 

@@ -24,14 +24,11 @@ impl TurnRunner for TaskStateClient {
     }
 
     fn serves(&self, agent: &str) -> bool {
-        self.local_agents.contains_key(agent)
+        self.local_agents.serves(agent)
     }
 
     fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {
-        self.local_agents
-            .get(agent)?
-            .as_ref()?
-            .direct_reply(message)
+        self.local_agents.code(agent)?.direct_reply(message)
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {

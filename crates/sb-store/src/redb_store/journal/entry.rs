@@ -68,6 +68,21 @@ pub(crate) enum Entry<'a> {
     RemoveUnfinished {
         id: &'a str,
     },
+    /// The registry's stored form of one agent ([`crate::traits::RegistryStore`]).
+    PutAgent {
+        name: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
+        value: &'a [u8],
+    },
+    RemoveAgent {
+        name: &'a str,
+    },
+    /// One of the registry's store-wide values (the card-signing key).
+    PutRegistryMeta {
+        key: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
+        value: &'a [u8],
+    },
 }
 
 /// The decoded entries of one frame's payload.

@@ -113,6 +113,16 @@ impl PubSub {
         error
     }
 
+    /// How long until a new connection may be attempted: the failed connection's
+    /// backoff, so a caller subscribing again after a failure follows the same schedule
+    /// (a failure that recorded none, a refused SUBSCRIBE, waits the first delay).
+    pub(in crate::redis) async fn until_retry(&self) -> Duration {
+        let control = self.control.lock().await;
+        control.retry.as_ref().map_or(MIN_BACKOFF, |retry| {
+            retry.retry_at.saturating_duration_since(Instant::now())
+        })
+    }
+
     pub(super) fn drop_connection(&self, control: &mut Control) {
         if let Some(conn) = control.conn.take() {
             conn.stop.cancel();

@@ -31,6 +31,8 @@ pub(super) struct Routes {
 
 pub(super) enum Route {
     Events(broadcast::Sender<StoredEvent>),
+    /// Each message's payload as text (the registry's changes: agent names).
+    Names(broadcast::Sender<String>),
     /// A signal channel: each message's payload is the key whose watchers it fires.
     Signals {
         /// Redis confirmed the SUBSCRIBE: watchers may attach without the control lock.
@@ -43,6 +45,7 @@ impl Route {
     fn watched(&mut self) -> bool {
         match self {
             Route::Events(sender) => sender.receiver_count() > 0,
+            Route::Names(sender) => sender.receiver_count() > 0,
             // Kept while the connection lives: the next wait comes soon enough.
             Route::Signals { .. } => true,
         }
@@ -103,6 +106,14 @@ pub(super) fn route(routes: &Mutex<Routes>, msg: &Msg) {
             match std::str::from_utf8(msg.get_payload_bytes()) {
                 Ok(key) => watchers.fire(key),
                 Err(_) => tracing::warn!(channel, "a signal on redis pub/sub with a non-UTF-8 key"),
+            }
+            return;
+        }
+        Some(Route::Names(sender)) => {
+            match std::str::from_utf8(msg.get_payload_bytes()) {
+                // No receivers left is fine: the sweep unsubscribes.
+                Ok(name) => drop(sender.send(name.to_owned())),
+                Err(_) => tracing::warn!(channel, "a name on redis pub/sub that is not UTF-8"),
             }
             return;
         }
