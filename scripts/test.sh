@@ -22,11 +22,11 @@ ensure_redis() {
 
 if [ "${1:-}" = "--quick" ]; then
   ensure_redis
-  # Every test target of the binary's crate but the cluster's (processes, Redis, kill -9).
+  # Every test target of the binary's crate but the clusters' (processes, Redis, kill -9).
   targets=()
   for t in crates/switchboard/tests/*.rs; do
     name=$(basename "$t" .rs)
-    [ "$name" = cluster ] || targets+=(--test "$name")
+    case $name in cluster*) ;; *) targets+=(--test "$name") ;; esac
   done
   cargo test --workspace --exclude switchboard --locked
   cargo test -p switchboard --locked --lib --bins "${targets[@]}"

@@ -26,7 +26,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE = os.path.join(ROOT, "docker-compose.yml")
 COMPOSE_SERVICES = ["registry", "tasks", "fanout", "dispatcher", "gateway", "worker"]
-STATEFUL = {"tasks", "fanout", "dispatcher"}
+STATEFUL = {"tasks", "fanout", "dispatcher", "registry"}
 URL_VARS = {
     "SWITCHBOARD_TASKS_URL": "tasks",
     "SWITCHBOARD_FANOUT_URL": "fanout",
@@ -170,9 +170,9 @@ def check_k8s(name, docs, fail):
                 backend = env.get("SWITCHBOARD_BACKEND")
                 if set(svc_list) & STATEFUL:
                     if not backend or "secretKeyRef" not in backend.get("valueFrom", {}):
-                        fail(cwhere, "tasks/fanout/dispatcher need SWITCHBOARD_BACKEND from a Secret (secretKeyRef)")
+                        fail(cwhere, "tasks/fanout/dispatcher/registry need SWITCHBOARD_BACKEND from a Secret (secretKeyRef)")
                 elif backend:
-                    fail(cwhere, "registry and gateway need no Redis: drop SWITCHBOARD_BACKEND")
+                    fail(cwhere, "the gateway needs no Redis: drop SWITCHBOARD_BACKEND")
         # Every URL a component is given names a Service in front of pods running that service.
         for c in spec["containers"]:
             for var, wanted in URL_VARS.items():
@@ -434,7 +434,7 @@ def check_compose(compose, binary, fail, run=True):
             if not m or m.group(1) not in services:
                 fail(where, f"SWITCHBOARD_BACKEND={backend!r} names no compose service")
         elif "SWITCHBOARD_BACKEND" in env and roles:
-            fail(where, "registry and gateway need no Redis: drop SWITCHBOARD_BACKEND")
+            fail(where, "the gateway needs no Redis: drop SWITCHBOARD_BACKEND")
         for var, wanted in URL_VARS.items():
             for url in filter(None, env.get(var, "").split(",")):
                 m = re.fullmatch(r"http://([a-z0-9-]+):8080", url.strip())

@@ -167,6 +167,36 @@ elif scenario == "kill":
     expect(last.get("state") == "TASK_STATE_FAILED", f"last event {events[-1]}")
     reason = text_of(last.get("message", {}).get("parts", []))
     expect("worker running this task was lost" in reason, f"reason {reason!r}")
+elif scenario == "card":
+    # The worker announced shout.json (arg): the card is exactly that definition's.
+    defined = json.load(open(arg))
+    def card_of(agent):
+        with urllib.request.urlopen(f"{gateway}/agents/{agent}/.well-known/agent-card.json",
+                                    timeout=10) as response:
+            return json.load(response)
+    card = card_of("shout")
+    for field, key in [("description", "description"), ("version", "version"),
+                       ("provider", "provider"), ("documentation_url", "documentationUrl")]:
+        expect(card.get(key) == defined[field], f"{key}: {card.get(key)!r} != {defined[field]!r}")
+    skills = [(s["id"], s["name"], s["description"], s["tags"], s.get("examples"))
+              for s in card["skills"]]
+    wanted = [(s["id"], s["name"], s["description"], s["tags"], s.get("examples"))
+              for s in defined["skills"]]
+    expect(skills == wanted, f"skills {skills} != {wanted}")
+    expect(card["skills"][1].get("outputModes") == ["text/plain"], f"skill modes {card['skills'][1]}")
+    extensions = {e["uri"]: e for e in card["capabilities"].get("extensions", [])}
+    ext = defined["extensions"][0]
+    expect(extensions.get(ext["uri"], {}).get("params") == ext["params"], f"extensions {extensions}")
+    echo = card_of("echo")
+    expect(echo["skills"][0]["id"] == "echo" and echo["description"] != card["description"],
+           f"the echo agent's card changed: {echo}")
+    url = f"{gateway}/agents/shout/a2a"
+    with call("SendMessage", message("announce me")) as response:
+        reply = json.load(response)
+    task = reply.get("result", {}).get("task", {})
+    expect(task.get("status", {}).get("state") == "TASK_STATE_COMPLETED", f"reply {reply}")
+    expect([text_of(a["parts"]) for a in task.get("artifacts", [])] == ["ANNOUNCE ME"],
+           f"artifacts {task.get('artifacts')}")
 else:
     sys.exit(f"unknown scenario {scenario}")
 EOF
@@ -211,11 +241,21 @@ else
   fail "slow worker attaches"
 fi
 
+log "a worker announcing its own agent (examples/python-worker/shout.json)"
+if start_worker --agent shout --describe "$example/shout.json"; then
+  out=$(client card "$example/shout.json" 2>&1) \
+    && pass "the announced agent is served with exactly its definition's card; echo's is unchanged" \
+    || fail "the announced agent's card" "$out"
+  kill -TERM "$worker_pid"; wait "$worker_pid" 2>/dev/null
+else
+  fail "a worker announcing its agent attaches"
+fi
+
 log "a worker for an agent that is not configured"
 "$py" "$example/worker.py" --tasks-url "127.0.0.1:$tasks_port" --agent no-such-agent \
   >> "$cluster/logs/python-worker.log" 2>&1 &
 workers+=("$!")
-if worker_logged 'INVALID_ARGUMENT: agent "no-such-agent" is not configured'; then
+if worker_logged 'INVALID_ARGUMENT: agent "no-such-agent" is not registered'; then
   pass "Hello for an unknown agent is refused (and retried with backoff)"
 else fail "Hello for an unknown agent is refused"; fi
 

@@ -8,6 +8,7 @@ in README.md; the stubs are generated from proto/switchboard/internal/v1/interna
 at startup into a temporary directory, so nothing generated is checked in.
 
     python worker.py --tasks-url 127.0.0.1:PORT [--agent echo] [--capacity 4]
+    python worker.py --tasks-url 127.0.0.1:PORT --describe shout.json   # announces its card
 """
 import argparse
 import atexit
@@ -137,8 +138,11 @@ class Session:
     def run(self):
         """Serves until the stream ends; raises grpc.RpcError when it breaks."""
         # Hello must come first: who we are, which agents we run, how many turns at once.
+        # With --describe, the agents' own definitions too: Switchboard registers each
+        # (unless an operator defined that agent), so the card is the agent's own.
         self.send(hello=self.pb.Hello(worker_id=self.args.worker_id, agents=self.args.agent,
-                                      capacity=self.args.capacity))
+                                      capacity=self.args.capacity,
+                                      definitions=self.args.definitions))
         self.call = self.workers.Attach(self.requests())
         threading.Thread(target=self.heartbeat, daemon=True).start()
         try:
@@ -215,8 +219,17 @@ def main():
     parser.add_argument("--worker-id", default=f"python-{os.uname().nodename}-{os.getpid()}")
     parser.add_argument("--step-delay", type=float, default=0.0, help="pause between steps, s")
     parser.add_argument("--proto-root", default=Path(__file__).resolve().parents[2] / "proto")
+    parser.add_argument("--describe", type=Path,
+                        help="a JSON file of agent definitions (an object or a list) to announce")
     args = parser.parse_args()
     args.agent = args.agent or ["echo"]
+    args.definitions = []
+    if args.describe:
+        described = json.loads(args.describe.read_text())
+        described = described if isinstance(described, list) else [described]
+        args.definitions = [json.dumps(d) for d in described]
+        # An announced agent is served by this worker.
+        args.agent += [d["name"] for d in described if d["name"] not in args.agent]
     args.tasks_url = args.tasks_url.removeprefix("http://")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

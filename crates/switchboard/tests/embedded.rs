@@ -129,7 +129,10 @@ async fn an_agent_under_a_name_the_paths_cannot_carry_is_refused() {
         .serve(listener, std::future::pending())
         .await;
     let error = served.unwrap_err().to_string();
-    assert!(error.contains("must be 1 to 64 characters of letters, digits"), "{error}");
+    assert!(
+        error.contains("must be 1 to 64 characters of letters, digits"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
