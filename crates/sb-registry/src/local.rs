@@ -234,3 +234,128 @@ impl RegistryService for LocalRegistry {
         self.live.fleet()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::card::{CardDefaults, CardSettings};
+    use crate::definition::AgentKind;
+    use crate::service::Admission;
+    use crate::validate::FieldError;
+    use sb_store::MemoryStore;
+
+    #[derive(Debug)]
+    struct Anything;
+
+    impl Admission for Anything {
+        fn admit(&self, _: &AgentDefinition) -> Result<CardDefaults, FieldError> {
+            Ok(CardDefaults::default())
+        }
+    }
+
+    fn maker() -> CardMaker {
+        CardMaker {
+            settings: CardSettings {
+                public_url: "http://sb.test".into(),
+                ..Default::default()
+            },
+            admission: Arc::new(Anything),
+            signer: None,
+        }
+    }
+
+    fn described(name: &str, description: &str) -> AgentDefinition {
+        let mut definition = AgentDefinition::new(name, AgentKind::Worker);
+        definition.description = Some(description.into());
+        definition
+    }
+
+    async fn open(store: &Arc<MemoryStore>, file: &[AgentDefinition]) -> LocalRegistry {
+        LocalRegistry::open(store.clone(), maker(), file, None)
+            .await
+            .unwrap()
+    }
+
+    fn description(registry: &LocalRegistry, name: &str) -> String {
+        let fleet = registry.fleet();
+        fleet.card(name).unwrap().card.description.clone()
+    }
+
+    #[tokio::test]
+    async fn a_workers_announcement_never_replaces_an_operators_definition() {
+        let store = Arc::new(MemoryStore::new());
+        let registry = open(&store, &[described("filed", "from the file")]).await;
+        registry
+            .put(described("put", "from the API"), Source::Api)
+            .await
+            .unwrap();
+        for name in ["filed", "put"] {
+            let put = registry
+                .put(described(name, "from a worker"), Source::Worker)
+                .await
+                .unwrap();
+            assert!(!put.changed && !put.created, "{name}");
+            assert_ne!(description(&registry, name), "from a worker");
+        }
+        let first = registry
+            .put(described("own", "announced"), Source::Worker)
+            .await
+            .unwrap();
+        assert!(first.created);
+        let again = registry
+            .put(described("own", "announced again"), Source::Worker)
+            .await
+            .unwrap();
+        assert!(again.changed && !again.created);
+        assert_eq!(description(&registry, "own"), "announced again");
+    }
+
+    #[tokio::test]
+    async fn at_start_the_file_wins_and_what_left_it_is_removed() {
+        let store = Arc::new(MemoryStore::new());
+        let registry = open(
+            &store,
+            &[described("a", "file 1"), described("b", "file 1")],
+        )
+        .await;
+        registry
+            .put(described("a", "changed at runtime"), Source::Api)
+            .await
+            .unwrap();
+        registry
+            .put(described("c", "registered at runtime"), Source::Api)
+            .await
+            .unwrap();
+        drop(registry);
+        let registry = open(&store, &[described("a", "file 2")]).await;
+        assert_eq!(description(&registry, "a"), "file 2");
+        assert_eq!(description(&registry, "c"), "registered at runtime");
+        let fleet = registry.fleet();
+        assert!(fleet.card("b").is_none(), "b left the file");
+        assert!(fleet.removed.contains_key("b"), "its tasks stay readable");
+        let history = &fleet.agent("a").unwrap().registration.history;
+        assert_eq!(history.len(), 3, "file 1, runtime, file 2: {history:?}");
+    }
+
+    #[tokio::test]
+    async fn a_removed_agent_comes_back_when_registered_again() {
+        let store = Arc::new(MemoryStore::new());
+        let registry = open(&store, &[]).await;
+        registry
+            .put(described("a", "one"), Source::Api)
+            .await
+            .unwrap();
+        registry.remove("a").await.unwrap();
+        assert!(matches!(
+            registry.remove("a").await,
+            Err(RegistryError::NotFound(_))
+        ));
+        let back = registry
+            .put(described("a", "one"), Source::Api)
+            .await
+            .unwrap();
+        assert!(back.created, "registered again after its removal");
+        assert!(registry.fleet().removed.is_empty());
+    }
+}

@@ -1,4 +1,38 @@
-//! Standard Webhooks signatures (`webhook-signature: v1,<base64 HMAC-SHA256>`).
+//! Standard Webhooks signatures (`webhook-signature: v1,<base64 HMAC-SHA256>`), and
+//! each agent's signing key ([`SigningSecrets`], which follows the registry).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+/// Per agent, the key that signs its webhooks; replaced whole when the registry changes.
+#[derive(Debug, Default)]
+pub struct SigningSecrets(ArcSwap<HashMap<String, Arc<[u8]>>>);
+
+impl SigningSecrets {
+    pub fn new(by_agent: HashMap<String, Vec<u8>>) -> SigningSecrets {
+        let secrets = SigningSecrets::default();
+        secrets.replace(by_agent);
+        secrets
+    }
+
+    pub fn get(&self, agent: &str) -> Option<Arc<[u8]>> {
+        self.0.load().get(agent).cloned()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.load().is_empty()
+    }
+
+    pub fn replace(&self, by_agent: HashMap<String, Vec<u8>>) {
+        let keys = by_agent
+            .into_iter()
+            .map(|(k, v)| (k, Arc::from(v)))
+            .collect();
+        self.0.store(Arc::new(keys));
+    }
+}
 
 /// The Standard Webhooks signature: `v1,` + base64 of HMAC-SHA256 over
 /// `{id}.{timestamp}.{body}`.

@@ -83,7 +83,9 @@ async fn world(policy: AddressPolicy, delays: Vec<Duration>) -> World {
         retry_delays: delays,
         attempt_timeout: Duration::from_secs(2),
         policy,
-        signing_secrets: [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
+        signing_secrets: Arc::new(sb_webhooks::signing::SigningSecrets::new(
+            [("a".to_owned(), SECRET.as_bytes().to_vec())].into(),
+        )),
         metrics: Default::default(),
         sweep_every: Duration::from_millis(200),
     };

@@ -12,6 +12,7 @@ use sb_registry::http::WriteGuard;
 use sb_registry::signing::{CardSigner, SigningAlgorithm};
 use sb_registry::{CardMaker, CardSettings, Fleet, LiveRegistry, RegistryService};
 use sb_store::RegistryStore;
+use sb_webhooks::signing::SigningSecrets;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{Kinds, build_auth, resume_extension, shared_tokens};
@@ -202,4 +203,40 @@ impl Followers {
         *derived = next;
         Ok(())
     }
+}
+
+/// Keeps `secrets` (the dispatcher's signing keys) in step with the agents' definitions,
+/// removed agents included (their tasks' webhooks are still delivered), until `stop`.
+pub(crate) fn follow_webhook_secrets(
+    live: &LiveRegistry,
+    secrets: Arc<SigningSecrets>,
+    stop: &CancellationToken,
+) {
+    let mut changes = live.follow();
+    let apply = move |fleet: &Fleet| {
+        let names = fleet.agents.keys().chain(fleet.removed.keys());
+        let keys = names.filter_map(|name| {
+            let secret = fleet
+                .registration(name)?
+                .definition
+                .webhook_secret
+                .as_deref()?;
+            // Checked when the definition was admitted.
+            let key = sb_webhooks::signing::parse_secret(secret).ok()?;
+            Some((name.clone(), key))
+        });
+        secrets.replace(keys.collect());
+    };
+    apply(&changes.borrow_and_update());
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            let fleet = changes.borrow_and_update().clone();
+            apply(&fleet);
+        }
+    });
 }

@@ -13,6 +13,7 @@ use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
 use sb_registry::LocalRegistry;
 use sb_webhooks::LocalPushConfigs;
+use sb_webhooks::signing::SigningSecrets;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::RoutesBuilder;
@@ -142,7 +143,9 @@ async fn serve_all_in_one(
     // Replicas sharing Redis hear of each other's registrations.
     let following = registry.spawn_follow_store(stop.clone());
     let policy = wiring::webhook_policy(&config)?;
-    let dispatcher = wiring::dispatcher(&config, &backend, policy.clone(), &mut metrics)?;
+    let secrets = Arc::new(SigningSecrets::default());
+    fleet::follow_webhook_secrets(&registry.live(), secrets.clone(), &stop);
+    let dispatcher = wiring::dispatcher(&config, &backend, policy.clone(), secrets, &mut metrics)?;
     let host = AgentHost::new(BTreeMap::new(), tasks.clone(), bus.clone());
     let followers = Followers::new(&config, kinds, host.roster().clone())?;
     let auth = followers.auth.clone();

@@ -26,6 +26,7 @@ use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
 use sb_rpc::workers::{FleetPolicies, HubMetrics, Policies, QueueRunner, WorkerHub};
 use sb_tasks::LocalTaskService;
 use sb_webhooks::LocalPushConfigs;
+use sb_webhooks::signing::SigningSecrets;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::RoutesBuilder;
@@ -59,9 +60,11 @@ pub async fn serve_split(
         runs: Runs::OnWorkers,
     };
     // The registry's state is in Redis: the registry service serves it, and the tasks
-    // service reads it too (its queue's agents and policies, workers' announcements).
+    // service reads it too (its queue's agents and policies, workers' announcements), as
+    // does the dispatcher (the agents' webhook signing keys).
+    let needs_registry = [Service::Registry, Service::Tasks, Service::Dispatcher];
     let local_registry = match &backend {
-        Some(backend) if config.runs(Service::Registry) || config.runs(Service::Tasks) => {
+        Some(backend) if needs_registry.iter().any(|s| config.runs(*s)) => {
             Some(open_registry(&config, backend, kinds.clone(), &stop).await?)
         }
         _ => None,
@@ -76,9 +79,13 @@ pub async fn serve_split(
         if config.runs(Service::Fanout) {
             run_fanout(backend, &mut grpc, &mut metrics);
         }
-        if config.runs(Service::Dispatcher) {
+        if config.runs(Service::Dispatcher)
+            && let Some(registry) = &local_registry
+        {
             let policy = wiring::webhook_policy(&config)?;
-            let dispatcher = wiring::dispatcher(&config, backend, policy, &mut metrics)?;
+            let secrets = Arc::new(SigningSecrets::default());
+            fleet::follow_webhook_secrets(&registry.live(), secrets.clone(), &stop);
+            let dispatcher = wiring::dispatcher(&config, backend, policy, secrets, &mut metrics)?;
             http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));
             let admin = DispatcherAdminServer {
                 admin: Arc::new(dispatcher.clone()),

@@ -15,6 +15,7 @@ use sb_store::EventBus;
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
 use sb_webhooks::admin::{DeadLetterAdmin, admin_router};
 use sb_webhooks::dispatcher::DEFAULT_SWEEP;
+use sb_webhooks::signing::SigningSecrets;
 use sb_webhooks::{AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -57,20 +58,16 @@ pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolic
 
 /// The webhook dispatcher over the backend, its delivery metrics registered; it delivers
 /// once [`Dispatcher::spawn`] has it follow the bus.
+/// `signing_secrets` follow the registry (`fleet::follow_webhook_secrets`).
 pub(crate) fn dispatcher(
     config: &Config,
     backend: &Backend,
     policy: Arc<AddressPolicy>,
+    signing_secrets: Arc<SigningSecrets>,
     metrics: &mut Registry,
 ) -> anyhow::Result<Dispatcher> {
     let delivery = Arc::new(DeliveryMetrics::default());
     delivery.register(metrics);
-    let signing_secrets = config.agents.iter().filter_map(|agent| {
-        let secret = agent.webhook_secret.as_deref()?;
-        // Checked when the configuration was loaded.
-        let key = sb_webhooks::signing::parse_secret(secret).ok()?;
-        Some((agent.name.clone(), key))
-    });
     let settings = DispatcherConfig {
         retry_delays: config
             .webhook_retry_delays_ms
@@ -79,7 +76,7 @@ pub(crate) fn dispatcher(
             .collect(),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
         policy,
-        signing_secrets: signing_secrets.collect(),
+        signing_secrets,
         metrics: delivery,
         sweep_every: DEFAULT_SWEEP,
     };

@@ -10,6 +10,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 const ADMIN: &str = "registry-admin-token-0123456789";
 
@@ -37,6 +38,7 @@ impl Server {
         command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--public-url", &base])
+            .args(["--webhook-allow", "127.0.0.1/32"])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
@@ -475,4 +477,70 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Receives webhooks on a free loopback port: their headers, in arrival order.
+async fn receiver() -> (String, Arc<Mutex<Vec<(axum::http::HeaderMap, String)>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: String| async move {
+                kept.lock().unwrap().push((headers, body));
+                StatusCode::OK
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_agents_webhooks_are_signed_with_its_secret() {
+    const SECRET: &str = "a-secret-of-24-characters";
+    let server = Server::start(None, true).await;
+    let mut definition = notes();
+    definition["webhook_secret"] = json!(SECRET);
+    assert_eq!(
+        server.put("notes", definition).await.status(),
+        StatusCode::CREATED
+    );
+    let (hook, received) = receiver().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "m-hook", "role": "ROLE_USER", "parts": [{"text": "sign me"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": hook}}
+    }});
+    let sent: Value = reqwest::Client::new()
+        .post(format!("{}/agents/notes/a2a", server.base))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    let mut waited = 0;
+    while received.lock().unwrap().is_empty() {
+        assert!(waited < 200, "no webhook arrived");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        waited += 1;
+    }
+    let (headers, payload) = received.lock().unwrap()[0].clone();
+    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+    let expected = sb_webhooks::signing::sign(
+        SECRET.as_bytes(),
+        &header("webhook-id"),
+        &header("webhook-timestamp"),
+        payload.as_bytes(),
+    );
+    assert_eq!(header("webhook-signature"), expected);
+    server.stop();
 }

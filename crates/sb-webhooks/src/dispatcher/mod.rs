@@ -16,7 +16,6 @@ mod delivery;
 mod feed;
 mod request;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +37,7 @@ pub struct DispatcherConfig {
     pub attempt_timeout: Duration,
     pub policy: Arc<AddressPolicy>,
     /// Per agent: the key that signs its webhooks (Standard Webhooks `webhook-signature`).
-    pub signing_secrets: HashMap<String, Vec<u8>>,
+    pub signing_secrets: Arc<crate::signing::SigningSecrets>,
     pub metrics: Arc<DeliveryMetrics>,
     /// How often every task with a push config is checked for deliveries owed, whatever
     /// the bus said. The bus is the fast path; this catches what it cannot see, such as
@@ -61,7 +60,7 @@ impl Default for DispatcherConfig {
             ],
             attempt_timeout: Duration::from_secs(10),
             policy: Arc::new(AddressPolicy::default()),
-            signing_secrets: HashMap::new(),
+            signing_secrets: Arc::default(),
             metrics: Arc::default(),
             sweep_every: DEFAULT_SWEEP,
         }

@@ -2,6 +2,8 @@
 //! the headers: the receiver's credentials and the Standard Webhooks id, timestamp and
 //! signature, signed over exactly the id and timestamp they carry.
 
+use std::sync::Arc;
+
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use sb_protocol::v03::{self, Dialect03};
 use sb_protocol::{StreamResponse, TaskPushNotificationConfig, Version};
@@ -34,12 +36,12 @@ impl Inner {
     }
 
     /// The key that signs the task's webhooks: its agent's, if it has one.
-    pub(super) async fn signing_secret(&self, task_id: &str) -> Option<Vec<u8>> {
+    pub(super) async fn signing_secret(&self, task_id: &str) -> Option<Arc<[u8]>> {
         if self.config.signing_secrets.is_empty() {
             return None;
         }
         let record = self.tasks.get(task_id).await.ok().flatten()?;
-        self.config.signing_secrets.get(&record.agent).cloned()
+        self.config.signing_secrets.get(&record.agent)
     }
 }
 
