@@ -10,12 +10,15 @@ use sb_agent::Roster;
 use sb_gateway::auth::{AgentAuth, Authenticators, Credential};
 use sb_registry::http::WriteGuard;
 use sb_registry::signing::{CardSigner, SigningAlgorithm};
-use sb_registry::{CardMaker, CardSettings, Fleet, LiveRegistry, RegistryService};
+use sb_registry::{CardMaker, CardSettings, Fleet, LiveRegistry, LocalRegistry, RegistryService};
 use sb_store::RegistryStore;
 use sb_webhooks::signing::SigningSecrets;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{Kinds, build_auth, resume_extension, shared_tokens};
+use crate::backend::Backend;
 use crate::config::Config;
 
 /// The signer of this deployment's cards: the configured key, or the store's (generated
@@ -44,6 +47,54 @@ pub(crate) async fn card_signer(
     let signer = CardSigner::from_pem(&pem, None)
         .map_err(|e| anyhow::anyhow!("the card signing key in the store: {e}"))?;
     Ok(Some(signer))
+}
+
+/// The registry over the backend's store, with the configuration file's agents
+/// registered, following the changes other replicas make to the store until `stop` (the
+/// handle ends when it no longer uses the store).
+pub(crate) async fn open_registry(
+    config: &Config,
+    backend: &Backend,
+    kinds: Kinds,
+    stop: &CancellationToken,
+) -> anyhow::Result<(Arc<LocalRegistry>, JoinHandle<()>)> {
+    let signer = card_signer(config, &*backend.registry).await?;
+    let maker = card_maker(config, kinds, signer);
+    let registry = LocalRegistry::open(
+        backend.registry.clone(),
+        maker,
+        &config.agents,
+        config.default_agent.clone(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("registry: {e}"))?;
+    let registry = Arc::new(registry);
+    let following = registry.spawn_follow_store(stop.clone());
+    Ok((registry, following))
+}
+
+/// Calls `apply` with each fleet `changes` sees from now on, until `stop` (a slow
+/// `apply` sees the latest fleet only). Take the current one from `changes` first, so
+/// no change falls between the two.
+fn on_each_change<F, Fut>(
+    mut changes: watch::Receiver<Arc<Fleet>>,
+    stop: &CancellationToken,
+    mut apply: F,
+) where
+    F: FnMut(Arc<Fleet>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            let fleet = changes.borrow_and_update().clone();
+            apply(fleet).await;
+        }
+    });
 }
 
 /// What makes this deployment's cards.
@@ -115,19 +166,19 @@ impl Followers {
         live: &LiveRegistry,
         stop: &CancellationToken,
     ) -> anyhow::Result<()> {
+        let derived = Arc::new(tokio::sync::Mutex::new(BTreeMap::new()));
         let mut changes = live.follow();
-        let mut derived = BTreeMap::new();
         let first = changes.borrow_and_update().clone();
-        self.apply(&first, &mut derived, stop, true).await?;
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    changed = changes.changed() => if changed.is_err() { return },
-                }
-                let fleet = changes.borrow_and_update().clone();
-                if let Err(e) = self.apply(&fleet, &mut derived, &stop, false).await {
+        self.apply(&first, &mut *derived.lock().await, stop, true)
+            .await?;
+        let followers = Arc::new(self);
+        let agents_stop = stop.clone();
+        on_each_change(changes, stop, move |fleet| {
+            let (followers, derived, stop) =
+                (followers.clone(), derived.clone(), agents_stop.clone());
+            async move {
+                let mut derived = derived.lock().await;
+                if let Err(e) = followers.apply(&fleet, &mut derived, &stop, false).await {
                     tracing::error!(error = %e, "could not follow a registry change");
                 }
             }
@@ -212,7 +263,6 @@ pub(crate) fn follow_webhook_secrets(
     secrets: Arc<SigningSecrets>,
     stop: &CancellationToken,
 ) {
-    let mut changes = live.follow();
     let apply = move |fleet: &Fleet| {
         let names = fleet.agents.keys().chain(fleet.removed.keys());
         let keys = names.filter_map(|name| {
@@ -227,16 +277,10 @@ pub(crate) fn follow_webhook_secrets(
         });
         secrets.replace(keys.collect());
     };
+    let mut changes = live.follow();
     apply(&changes.borrow_and_update());
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                changed = changes.changed() => if changed.is_err() { return },
-            }
-            let fleet = changes.borrow_and_update().clone();
-            apply(&fleet);
-        }
+    on_each_change(changes, stop, move |fleet| {
+        apply(&fleet);
+        std::future::ready(())
     });
 }

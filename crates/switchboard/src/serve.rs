@@ -11,7 +11,6 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sb_agent::{Agent, AgentHost};
 use sb_fanout::LocalFanout;
-use sb_registry::LocalRegistry;
 use sb_webhooks::LocalPushConfigs;
 use sb_webhooks::signing::SigningSecrets;
 use tokio::net::TcpListener;
@@ -129,19 +128,9 @@ async fn serve_all_in_one(
         embedded,
         runs: Runs::InProcess,
     };
-    let signer = fleet::card_signer(&config, &*backend.registry).await?;
-    let maker = fleet::card_maker(&config, kinds.clone(), signer);
-    let registry = LocalRegistry::open(
-        backend.registry.clone(),
-        maker,
-        &config.agents,
-        config.default_agent.clone(),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("registry: {e}"))?;
-    let registry = Arc::new(registry);
     // Replicas sharing Redis hear of each other's registrations.
-    let following = registry.spawn_follow_store(stop.clone());
+    let (registry, following) =
+        fleet::open_registry(&config, &backend, kinds.clone(), &stop).await?;
     let policy = wiring::webhook_policy(&config)?;
     let secrets = Arc::new(SigningSecrets::default());
     fleet::follow_webhook_secrets(&registry.live(), secrets.clone(), &stop);

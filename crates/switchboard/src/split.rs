@@ -64,9 +64,11 @@ pub async fn serve_split(
     // does the dispatcher (the agents' webhook signing keys).
     let needs_registry = [Service::Registry, Service::Tasks, Service::Dispatcher];
     let local_registry = match &backend {
-        Some(backend) if needs_registry.iter().any(|s| config.runs(*s)) => {
-            Some(open_registry(&config, backend, kinds.clone(), &stop).await?)
-        }
+        Some(backend) if needs_registry.iter().any(|s| config.runs(*s)) => Some(
+            fleet::open_registry(&config, backend, kinds.clone(), &stop)
+                .await?
+                .0,
+        ),
         _ => None,
     };
     let mut dispatching = None;
@@ -229,28 +231,6 @@ fn run_fanout(backend: &Backend, grpc: &mut RoutesBuilder, metrics: &mut Registr
         open,
     };
     grpc.add_service(server.into_service());
-}
-
-/// The registry over the shared store, following the other replicas' changes.
-async fn open_registry(
-    config: &Config,
-    backend: &Backend,
-    kinds: Kinds,
-    stop: &CancellationToken,
-) -> anyhow::Result<Arc<LocalRegistry>> {
-    let signer = fleet::card_signer(config, &*backend.registry).await?;
-    let maker = fleet::card_maker(config, kinds, signer);
-    let registry = LocalRegistry::open(
-        backend.registry.clone(),
-        maker,
-        &config.agents,
-        config.default_agent.clone(),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("registry: {e}"))?;
-    let registry = Arc::new(registry);
-    registry.spawn_follow_store(stop.clone());
-    Ok(registry)
 }
 
 /// What a gateway reaches the other services through: gRPC clients, even of services

@@ -9,8 +9,12 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::ffi::OsString;
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
+
+#[path = "support/process.rs"]
+mod process;
 
 const ADMIN: &str = "registry-admin-token-0123456789";
 
@@ -23,40 +27,24 @@ impl Server {
     /// The binary, all-in-one, on a free port with its store in `data_dir` (memory
     /// without one).
     async fn start(data_dir: Option<&Path>, admin: bool) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Server::start_on(port, data_dir, admin).await
+        Server::start_on(process::free_port(), data_dir, admin).await
     }
 
     /// As [`Server::start`], on `port` (a restart serves the same URLs).
     async fn start_on(port: u16, data_dir: Option<&Path>, admin: bool) -> Server {
         let base = format!("http://127.0.0.1:{port}");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-        command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--public-url", &base])
-            .args(["--webhook-allow", "127.0.0.1/32"])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+        let mut args: Vec<OsString> = ["--public-url", &base, "--webhook-allow", "127.0.0.1/32"]
+            .map(OsString::from)
+            .into();
         match data_dir {
-            Some(dir) => command.arg("--data-dir").arg(dir),
-            None => command.arg("--memory"),
-        };
+            Some(dir) => args.extend(["--data-dir".into(), dir.as_os_str().to_owned()]),
+            None => args.push("--memory".into()),
+        }
         if admin {
-            command.args(["--admin-token", ADMIN]);
+            args.extend(["--admin-token".into(), ADMIN.into()]);
         }
-        let child = command.spawn().unwrap();
-        for _ in 0..400 {
-            if reqwest::get(format!("{base}/healthz")).await.is_ok() {
-                return Server { base, child };
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("switchboard did not become healthy");
+        let child = process::serve(port, &args).await;
+        Server { base, child }
     }
 
     fn port(&self) -> u16 {

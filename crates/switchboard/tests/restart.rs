@@ -3,12 +3,14 @@
 //! failed with a reason, the one waiting for input still waits and can be resumed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+#[path = "support/process.rs"]
+mod process;
 
 struct Server {
     child: Child,
@@ -21,29 +23,12 @@ impl Server {
     }
 
     async fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let port = process::free_port();
+        let mut args = vec![std::ffi::OsStr::new("--data-dir"), data_dir.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let child = process::serve(port, &args).await;
         let base = format!("http://127.0.0.1:{port}");
-        for _ in 0..200 {
-            if reqwest::get(format!("{base}/healthz")).await.is_ok() {
-                return Server { child, base };
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("switchboard did not become healthy");
+        Server { child, base }
     }
 
     fn kill_9(mut self) {
