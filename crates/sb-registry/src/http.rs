@@ -10,6 +10,8 @@
 //! Writes need the admin token ([`WriteGuard`]); without one they are refused with the
 //! reason. Errors are `{"error": {"code", "status", "message", "field"?}}`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::Router;
@@ -26,15 +28,24 @@ use crate::maker::JWKS_PATH;
 use crate::registration::Source;
 use crate::search::Query;
 use crate::service::{RegistryError, RegistryService};
-use crate::validate::check_name;
+use crate::validate::{FieldError, check_name};
 
 /// Decides whether a request may write: `Some` is the answer to send instead.
 pub type WriteGuard = Arc<dyn Fn(&HeaderMap) -> Option<Response> + Send + Sync>;
+
+/// Checks a definition needs what only this process can try (a JWT key set it must be
+/// able to fetch), before it is registered; an error is the 400 to answer.
+pub type Precheck = Arc<
+    dyn Fn(AgentDefinition) -> Pin<Box<dyn Future<Output = Result<(), FieldError>> + Send>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Clone)]
 struct Api {
     registry: Arc<dyn RegistryService>,
     writes: Option<WriteGuard>,
+    precheck: Option<Precheck>,
     public_url: Arc<str>,
 }
 
@@ -42,11 +53,13 @@ struct Api {
 pub fn router(
     registry: Arc<dyn RegistryService>,
     writes: Option<WriteGuard>,
+    precheck: Option<Precheck>,
     public_url: &str,
 ) -> Router {
     let api = Api {
         registry,
         writes,
+        precheck,
         public_url: Arc::from(public_url.trim_end_matches('/')),
     };
     Router::new()
@@ -193,9 +206,8 @@ async fn read(State(api): State<Api>, Path(name): Path<String>) -> Response {
 
 /// The definition in `body`, named `name` (the body may leave the name out).
 fn definition(name: &str, body: &[u8]) -> Result<AgentDefinition, RegistryError> {
-    let invalid = |field: &str, reason: String| {
-        RegistryError::Invalid(crate::validate::FieldError::new(field, reason))
-    };
+    let invalid =
+        |field: &str, reason: String| RegistryError::Invalid(FieldError::new(field, reason));
     check_name(name)?;
     let mut value: Value =
         serde_json::from_slice(body).map_err(|e| invalid("body", format!("is not JSON: {e}")))?;
@@ -240,6 +252,14 @@ async fn put(
         Ok(definition) => definition,
         Err(e) => return failed(e),
     };
+    if let Err(e) = definition.validate() {
+        return failed(e.into());
+    }
+    if let Some(precheck) = &api.precheck
+        && let Err(e) = precheck(definition.clone()).await
+    {
+        return failed(e.into());
+    }
     match api.registry.put(definition, Source::Api).await {
         Ok(put) => {
             let status = match put.created {

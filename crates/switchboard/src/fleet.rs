@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use sb_agent::Roster;
 use sb_gateway::auth::{AgentAuth, Authenticators, Credential};
-use sb_registry::http::WriteGuard;
+use sb_registry::http::{Precheck, WriteGuard};
 use sb_registry::signing::{CardSigner, SigningAlgorithm};
-use sb_registry::{CardMaker, CardSettings, Fleet, LiveRegistry, LocalRegistry, RegistryService};
+use sb_registry::{
+    CardMaker, CardSettings, FieldError, Fleet, LiveRegistry, LocalRegistry, RegistryService,
+};
 use sb_store::RegistryStore;
 use sb_webhooks::signing::SigningSecrets;
 use tokio::sync::watch;
@@ -120,7 +122,28 @@ pub(crate) fn registry_routes(config: &Config, registry: Arc<dyn RegistryService
             Arc::new(move |headers| sb_webhooks::admin::refusal(&token, headers));
         guard
     });
-    sb_registry::http::router(registry, writes, &config.public_url())
+    // The key set a JWT agent names must be reachable from here, where tokens are
+    // verified: a definition whose key set cannot be fetched is refused, not registered
+    // and then left unserved.
+    let precheck: Precheck = Arc::new(|definition| {
+        Box::pin(async move {
+            if definition
+                .auth
+                .as_ref()
+                .and_then(|a| a.jwt.as_ref())
+                .is_none()
+            {
+                return Ok(());
+            }
+            let stop = CancellationToken::new();
+            let built = build_auth(&definition, &[], &stop).await;
+            stop.cancel();
+            built
+                .map(drop)
+                .map_err(|e| FieldError::new("auth.jwt", e.to_string()))
+        })
+    });
+    sb_registry::http::router(registry, writes, Some(precheck), &config.public_url())
 }
 
 /// What a process derives from the fleet: the agents it serves (with their code where

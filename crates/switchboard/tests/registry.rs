@@ -313,6 +313,11 @@ async fn invalid_definitions_and_writes_without_the_token_are_refused() {
             json!({"kind": "echo", "webhook_secret": "short"}),
             "webhook_secret",
         ),
+        (
+            "a",
+            json!({"kind": "echo", "auth": {"jwt": {"jwks_url": "http://127.0.0.1:1/keys.json"}}}),
+            "auth.jwt",
+        ),
     ] {
         let response = server.put(name, body.clone()).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
