@@ -147,6 +147,17 @@ async fn an_agent_put_through_one_gateway_lives_on_every_gateway() {
         assert_eq!(names(&found), ["notes"], "{query}");
     }
 
+    // The registry service serves the same API on its own port.
+    let registry = format!("http://127.0.0.1:{}", cluster.ports("registry")[0]);
+    let entry: Value = reqwest::get(format!("{registry}/registry/agents/notes"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(entry["card"]["name"], "notes", "{entry}");
+    assert_eq!(entry["source"], "api");
+
     // Invalid definitions are refused with the field named, through either gateway.
     let invalid = put(
         &second,
