@@ -220,7 +220,36 @@ fn ser_requirements<S: serde::Serializer>(
     wire.serialize(ser)
 }
 
+/// The members of a 1.0 security scheme (a oneof: exactly one is set).
+const SECURITY_SCHEME_MEMBERS: [&str; 5] = [
+    "apiKeySecurityScheme",
+    "httpAuthSecurityScheme",
+    "oauth2SecurityScheme",
+    "openIdConnectSecurityScheme",
+    "mtlsSecurityScheme",
+];
+
 impl AgentCard {
+    /// A card as a server serves it, strict 1.0 or merged with the 0.3 fields (which
+    /// the model does not have and ignores): a merged card's security schemes carry the
+    /// 0.3 members (`type`, `scheme`, …) beside the 1.0 oneof member, which are dropped
+    /// before the model reads the oneof.
+    pub fn from_served_json(card: &Value) -> Result<AgentCard, serde_json::Error> {
+        let mut card = card.clone();
+        if let Some(Value::Object(schemes)) = card.get_mut("securitySchemes") {
+            for scheme in schemes.values_mut() {
+                if let Value::Object(members) = scheme
+                    && members
+                        .keys()
+                        .any(|k| SECURITY_SCHEME_MEMBERS.contains(&k.as_str()))
+                {
+                    members.retain(|k, _| SECURITY_SCHEME_MEMBERS.contains(&k.as_str()));
+                }
+            }
+        }
+        serde_json::from_value(card)
+    }
+
     /// The card as one JSON document for both generations: every 1.0 field, plus the 0.3
     /// fields derived from the first 0.3 interface (the merged card of digest §3.10).
     pub fn to_merged_json(&self) -> Value {
@@ -352,5 +381,21 @@ mod tests {
         );
         let again: AgentCard = serde_json::from_value(written).unwrap();
         assert_eq!(again, card);
+    }
+
+    #[test]
+    fn a_merged_card_reads_back_as_the_card() {
+        let card: AgentCard = serde_json::from_value(json!({
+            "name": "a", "description": "d", "version": "1", "capabilities": {},
+            "supportedInterfaces": [{"url": "http://h/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}],
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+            "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+            "securityRequirements": [{"schemes": {"bearer": {}}}]
+        }))
+        .unwrap();
+        let merged = card.to_merged_json();
+        assert_eq!(merged["securitySchemes"]["bearer"]["type"], "http");
+        assert!(serde_json::from_value::<AgentCard>(merged.clone()).is_err());
+        assert_eq!(AgentCard::from_served_json(&merged).unwrap(), card);
     }
 }

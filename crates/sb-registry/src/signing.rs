@@ -49,15 +49,6 @@ const MAX_DEPTH: usize = 128;
 /// The largest integer an IEEE 754 double holds exactly (RFC 8785 §3.2.2.3, I-JSON).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// The 1.0 `SecurityScheme` oneof members; a merged card adds the 0.3 keys beside them.
-const SECURITY_SCHEME_MEMBERS: [&str; 5] = [
-    "apiKeySecurityScheme",
-    "httpAuthSecurityScheme",
-    "oauth2SecurityScheme",
-    "openIdConnectSecurityScheme",
-    "mtlsSecurityScheme",
-];
-
 const OID_EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 const OID_P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
 const OID_ED25519: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.101.112");
@@ -804,31 +795,7 @@ fn clean(value: Value, path: &str, depth: usize) -> Result<Option<Value>, Signin
 
 /// The card in `card_json` as the 1.0 model, ignoring fields the model does not have.
 fn parse_card(card_json: &Value) -> Result<AgentCard, SigningError> {
-    let Value::Object(members) = card_json else {
-        return Err(SigningError::InvalidCard("expected a JSON object".into()));
-    };
-    let mut members = members.clone();
-    to_model_shape(&mut members);
-    serde_json::from_value(Value::Object(members))
-        .map_err(|e| SigningError::InvalidCard(e.to_string()))
-}
-
-/// Rewrites what a merged card adds that `AgentCard`'s `Deserialize` does not read: its
-/// `securitySchemes` entries carry the 0.3 members (`type`, `scheme`, …) beside the 1.0
-/// oneof member, and the model's enum reads the oneof member alone. Anything else is
-/// left for the parse to accept or reject.
-fn to_model_shape(card: &mut Map<String, Value>) {
-    if let Some(Value::Object(schemes)) = card.get_mut("securitySchemes") {
-        for scheme in schemes.values_mut() {
-            if let Value::Object(members) = scheme
-                && members
-                    .keys()
-                    .any(|k| SECURITY_SCHEME_MEMBERS.contains(&k.as_str()))
-            {
-                members.retain(|k, _| SECURITY_SCHEME_MEMBERS.contains(&k.as_str()));
-            }
-        }
-    }
+    AgentCard::from_served_json(card_json).map_err(|e| SigningError::InvalidCard(e.to_string()))
 }
 
 #[cfg(test)]
