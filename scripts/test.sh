@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: format, lints, unit/integration tests, then the interop suite
 # (official Python and JS A2A clients) against a freshly started switchboard, the README's
-# tour, the split deployment, the Python worker and the benchmark harness's smoke mode.
+# tour, the split deployment, the Python worker, the benchmark harness's smoke mode, and
+# our A2A client against the official SDK servers.
 #
 #   bash scripts/test.sh           # everything (what CI runs)
 #   bash scripts/test.sh --quick   # the inner loop: the workspace's unit and integration
@@ -74,6 +75,9 @@ SWITCHBOARD_BIN=target/debug/switchboard bash tests/python-worker.sh 2>&1 | tee 
 
 echo "== benchmark harness, smoke mode (a few seconds per scenario: proves it runs, measures nothing)"
 bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
+
+echo "== sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
+cargo test -p sb-client --test sdk_peers --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
