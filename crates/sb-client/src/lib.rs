@@ -8,11 +8,15 @@
 //!   when a verifier is given, its signature; [`discovery::CardCache`] keeps cards for a
 //!   TTL of minutes and forgets one after a failed submission.
 //! - [`interface`]: which of the card's interfaces to call, by the caller's preference.
+//! - [`jsonrpc`]: the unary calls of A2A 1.0 over JSON-RPC (send, get, cancel), a
+//!   server's error read back as its [`sb_protocol::A2AError`].
 
 pub mod discovery;
 pub mod interface;
+pub mod jsonrpc;
 pub mod legacy;
 pub mod validate;
 
 pub use discovery::{CardCache, CardError, Discovered, discover};
 pub use interface::{Binding, Chosen, Preferences};
+pub use jsonrpc::{CallError, JsonRpcClient};

@@ -1,4 +1,4 @@
-//! Card discovery against the official SDK servers (the benchmark's peers: a2a-sdk for
+//! Card discovery and the JSON-RPC calls against the official SDK servers (the benchmark's peers: a2a-sdk for
 //! Python, @a2a-js/sdk, each serving its card the SDK's own way). They need
 //! `bench/peers/setup.sh` first, so these run apart: `scripts/test.sh` sets the peers up,
 //! then runs `cargo test -p sb-client --test sdk_peers -- --ignored`.
@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use sb_client::discovery::discover;
 use sb_client::interface::{Binding, Preferences, choose};
+use sb_client::jsonrpc::{CallError, JsonRpcClient};
+use sb_protocol::requests::SendMessageRequest;
+use sb_protocol::{ErrorKind, SendMessageResponse, TaskState};
+use serde_json::json;
 
 struct Peer(Child);
 
@@ -51,11 +55,10 @@ async fn peer(name: &str) -> (Peer, String) {
     panic!("the {name} peer did not answer on {base} (run bench/peers/setup.sh first)");
 }
 
-async fn discovers(name: &str) {
+async fn discovers_and_calls(name: &str) {
     let (_peer, base) = peer(name).await;
-    let found = discover(&reqwest::Client::new(), &base, None)
-        .await
-        .unwrap();
+    let http = reqwest::Client::new();
+    let found = discover(&http, &base, None).await.unwrap();
     assert_eq!(found.card.name, "bench", "{name}");
     assert_eq!(found.card.skills[0].id, "bench", "{name}");
     assert_eq!(found.card.capabilities.streaming, Some(true), "{name}");
@@ -66,16 +69,42 @@ async fn discovers(name: &str) {
         "{name}"
     );
     assert!(chosen.url.starts_with(&base), "{name}: {}", chosen.url);
+
+    // The calls, on the interface chosen.
+    let client = JsonRpcClient::new(http, &chosen).unwrap();
+    let request: SendMessageRequest = serde_json::from_value(json!({
+        "message": {"messageId": format!("m-{name}"), "role": "ROLE_USER", "parts": [{"text": "hello peer"}]}
+    }))
+    .unwrap();
+    let SendMessageResponse::Task(task) = client.send_message(&request).await.unwrap() else {
+        panic!("{name}: the echo peer answers with a task");
+    };
+    assert_eq!(task.status.state, TaskState::Completed, "{name}: {task:?}");
+    let read = client.get_task(&task.id, None).await.unwrap();
+    assert_eq!(
+        (read.id.as_str(), read.status.state),
+        (task.id.as_str(), TaskState::Completed)
+    );
+    let missing = client.get_task("no-such-task", None).await.unwrap_err();
+    assert!(
+        matches!(&missing, CallError::A2A(e) if e.kind == ErrorKind::TaskNotFound),
+        "{name}: {missing:?}"
+    );
+    let done = client.cancel_task(&task.id).await.unwrap_err();
+    assert!(
+        matches!(&done, CallError::A2A(e) if e.kind == ErrorKind::TaskNotCancelable),
+        "{name}: {done:?}"
+    );
 }
 
 #[tokio::test]
 #[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
-async fn the_python_sdk_servers_card() {
-    discovers("python").await;
+async fn the_python_sdk_server_is_discovered_and_called() {
+    discovers_and_calls("python").await;
 }
 
 #[tokio::test]
 #[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
-async fn the_js_sdk_servers_card() {
-    discovers("js").await;
+async fn the_js_sdk_server_is_discovered_and_called() {
+    discovers_and_calls("js").await;
 }

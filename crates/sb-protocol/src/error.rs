@@ -33,6 +33,35 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, for reading a code back ([`ErrorKind::from_jsonrpc_code`]).
+    pub const ALL: [ErrorKind; 17] = [
+        Self::ParseError,
+        Self::InvalidRequest,
+        Self::MethodNotFound,
+        Self::InvalidParams,
+        Self::Internal,
+        Self::TaskNotFound,
+        Self::TaskNotCancelable,
+        Self::PushNotificationNotSupported,
+        Self::UnsupportedOperation,
+        Self::ContentTypeNotSupported,
+        Self::InvalidAgentResponse,
+        Self::ExtendedAgentCardNotConfigured,
+        Self::ExtensionSupportRequired,
+        Self::VersionNotSupported,
+        Self::Unauthenticated,
+        Self::ResourceExhausted,
+        Self::PayloadTooLarge,
+    ];
+
+    /// The kind a JSON-RPC error code names (a client reading a server's error), from the
+    /// same table [`ErrorKind::jsonrpc_code`] writes with; -32600 reads as InvalidRequest.
+    pub fn from_jsonrpc_code(code: i64) -> Option<ErrorKind> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.jsonrpc_code() == code)
+    }
+
     pub fn jsonrpc_code(self) -> i64 {
         match self {
             Self::ParseError => -32700,
@@ -254,6 +283,19 @@ impl A2AError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn jsonrpc_codes_read_back_as_their_kind() {
+        for kind in ErrorKind::ALL {
+            let read = ErrorKind::from_jsonrpc_code(kind.jsonrpc_code()).unwrap();
+            assert_eq!(read.jsonrpc_code(), kind.jsonrpc_code());
+        }
+        assert_eq!(
+            ErrorKind::from_jsonrpc_code(-32001),
+            Some(ErrorKind::TaskNotFound)
+        );
+        assert_eq!(ErrorKind::from_jsonrpc_code(-1), None);
+    }
+
     use super::*;
 
     #[test]
