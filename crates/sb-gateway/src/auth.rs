@@ -61,10 +61,6 @@ impl Authenticators {
     pub fn replace(&self, by_agent: BTreeMap<String, Arc<AgentAuth>>) {
         self.0.store(Arc::new(by_agent));
     }
-
-    pub fn snapshot(&self) -> Arc<BTreeMap<String, Arc<AgentAuth>>> {
-        self.0.load_full()
-    }
 }
 
 /// The outcome of authenticating one request.

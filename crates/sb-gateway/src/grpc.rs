@@ -77,13 +77,12 @@ impl GrpcGateway {
     /// Picks the agent, checks the version and the credentials, like the HTTP dispatcher.
     fn admit(&self, headers: &HeaderMap, tenant: &str) -> Result<Scope, Status> {
         let state = &self.state;
+        let fleet = state.registry.fleet();
         let agent = match tenant.trim() {
-            "" => state.registry.fleet().default_agent().map(str::to_owned),
+            "" => fleet.default_agent().map(str::to_owned),
             name => Some(name.to_owned()),
         };
-        let readable =
-            |a: &String| state.runner.serves(a) || state.registry.fleet().removed.contains_key(a);
-        let Some(agent) = agent.filter(readable) else {
+        let Some(agent) = agent.filter(|a| state.takes_requests_for(&fleet, a)) else {
             let err = A2AError::new(
                 ErrorKind::MethodNotFound,
                 match tenant.trim() {

@@ -160,8 +160,7 @@ async fn route_request(
             None => return not_found(&path),
         },
     };
-    // A removed agent's tasks stay readable; its new messages are refused in `ops`.
-    if !state.runner.serves(&agent) && !fleet.removed.contains_key(&agent) {
+    if !state.takes_requests_for(&fleet, &agent) {
         return not_found(&path);
     }
     let req = Request {

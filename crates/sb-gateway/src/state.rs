@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use sb_agent::TurnRunner;
 use sb_fanout::Fanout;
-use sb_registry::CardRegistry;
+use sb_registry::{CardRegistry, Fleet};
 use sb_tasks::TaskService;
 use sb_webhooks::PushConfigService;
 use tokio_util::sync::CancellationToken;
@@ -97,6 +97,12 @@ pub struct EdgeLimits {
 }
 
 impl AppState {
+    /// Whether requests for `agent` are taken: it is served, or it was removed from the
+    /// registry (its tasks stay readable; its new messages are refused in `ops`).
+    pub fn takes_requests_for(&self, fleet: &Fleet, agent: &str) -> bool {
+        self.runner.serves(agent) || fleet.removed.contains_key(agent)
+    }
+
     /// A gateway's state over `services`, each hosted agent authenticating as `auth`
     /// says (agents missing there need none; the caller replaces it when the registry
     /// changes); its metrics are registered in `registry`.

@@ -68,13 +68,6 @@ fn default_api_key_header() -> String {
 }
 
 impl AuthConfig {
-    /// Whether any credential is configured.
-    pub fn is_enabled(&self) -> bool {
-        !self.bearer.is_empty()
-            || self.api_keys.as_ref().is_some_and(|a| !a.keys.is_empty())
-            || self.jwt.is_some()
-    }
-
     /// Every principal and secret of the static credentials.
     pub fn credentials(&self) -> impl Iterator<Item = (&str, &str)> {
         let tokens = self

@@ -93,19 +93,6 @@ pub enum AgentKind {
     Worker,
 }
 
-impl AgentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentKind::Echo => "echo",
-            AgentKind::Consolidate => "consolidate",
-            AgentKind::Conformance => "conformance",
-            AgentKind::Bench => "bench",
-            AgentKind::Embedded => "embedded",
-            AgentKind::Worker => "worker",
-        }
-    }
-}
-
 /// The card served without an `A2A-Version` header.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub enum CardForm {

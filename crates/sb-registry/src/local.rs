@@ -124,10 +124,6 @@ impl LocalRegistry {
         self.live.clone()
     }
 
-    pub fn maker(&self) -> &CardMaker {
-        &self.maker
-    }
-
     fn publish(&self, registrations: &BTreeMap<String, Registration>) {
         let fleet = self.maker.fleet(
             registrations.values().cloned(),
@@ -180,8 +176,9 @@ impl RegistryService for LocalRegistry {
         let version = self.maker.describe(&definition)?.version;
         let name = definition.name.clone();
         let mut registrations = self.registrations.lock().await;
-        let existing = registrations.get(&name).filter(|r| r.removed_at.is_none());
-        let created = existing.is_none();
+        let created = registrations
+            .get(&name)
+            .is_none_or(|r| r.removed_at.is_some());
         let next = match registrations.get(&name) {
             Some(stored) if stored.removed_at.is_none() && !source.may_replace(stored.source) => {
                 if stored.definition != definition {
