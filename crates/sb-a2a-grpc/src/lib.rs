@@ -8,6 +8,7 @@
 //!   impls (the ProtoJSON mapping).
 //! - [`convert`]: prost message ↔ model, through the one JSON form both speak.
 //! - [`status`]: [`sb_protocol::A2AError`] ↔ `tonic::Status` with `google.rpc` details.
+//! - [`refusal`]: a server's `tonic::Status` read back into the `A2AError` (clients).
 
 pub mod pb {
     #![allow(clippy::all, unreachable_pub, missing_debug_implementations)]
@@ -19,6 +20,7 @@ pub mod pb {
 pub use pbjson_types as wkt;
 
 pub mod convert;
+pub mod refusal;
 pub mod status;
 
 /// The full gRPC service name, as it appears in method paths.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::{Either, ready};
 use sb_protocol::card::AgentSkill;
-use sb_protocol::{A2AError, Artifact, Message, Part, Role, Task, TaskState};
+use sb_protocol::{A2AError, Artifact, Message, Metadata, Part, Role, Task, TaskState};
 use sb_store::TaskRecord;
 use sb_tasks::{TaskService, TaskUpdate};
 use tokio::sync::oneshot;
@@ -202,7 +202,15 @@ impl Reporter {
         state: TaskState,
         text: Option<String>,
     ) -> Result<StoredTask, A2AError> {
-        let message = text.map(Message::agent_text);
+        self.end_turn_with(state, text.map(Message::agent_text))
+            .await
+    }
+
+    async fn end_turn_with(
+        &self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<StoredTask, A2AError> {
         let update = TaskUpdate::Status { state, message };
         let task = self.outbox.send_and_wait(update).await?;
         self.ended.store(true, Ordering::SeqCst);
@@ -252,6 +260,34 @@ impl Reporter {
             })),
         };
         sent.map(|sent| sent.map(drop))
+    }
+
+    /// Moves the task to `state` with `message` as it is (parts, id and metadata kept):
+    /// what a bridge mirrors from an upstream agent. A final or waiting state ends the
+    /// turn and returns the task once durable; working is queued like
+    /// [`Reporter::working`] (and returns `None`).
+    pub async fn status(
+        &self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<Option<StoredTask>, A2AError> {
+        if state.is_terminal() || state.is_interrupted() {
+            return self.end_turn_with(state, message).await.map(Some);
+        }
+        let update = TaskUpdate::Status { state, message };
+        self.outbox.send(update).await.map(|_| None)
+    }
+
+    /// Merges entries into the task's metadata, in order with the other reports (queued
+    /// like [`Reporter::working`]): where a runner keeps what it must find again after a
+    /// restart.
+    pub fn annotate(
+        &self,
+        metadata: Metadata,
+    ) -> impl Future<Output = Result<(), A2AError>> + Send + 'static {
+        self.outbox
+            .send(TaskUpdate::Annotate { metadata })
+            .map(|sent| sent.map(drop))
     }
 
     /// Asks the user a question; the task waits in input-required for the answer.

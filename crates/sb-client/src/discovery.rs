@@ -27,6 +27,8 @@ pub struct Discovered {
     pub etag: Option<String>,
     /// The key id of the signature that verified, when a verifier was given.
     pub signed_by: Option<String>,
+    /// The card as served (what a signature covers).
+    pub json: Value,
 }
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -119,6 +121,7 @@ fn read(
         url: url.to_owned(),
         etag,
         signed_by,
+        json,
     })
 }
 

@@ -52,10 +52,22 @@ fn major_minor(version: &str) -> String {
     version.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
+/// Whether this client speaks `binding` at `version` (gRPC only at 1.0: the 0.3 gRPC
+/// API is another proto package nobody serves beside 1.0).
+fn speaks(binding: Binding, version: &str) -> bool {
+    matches!(
+        (binding, version),
+        (_, "1.0") | (Binding::JsonRpc | Binding::HttpJson, "0.3")
+    )
+}
+
 /// The best interface of `card` for `preferences`, if any suits them.
 pub fn choose(card: &AgentCard, preferences: &Preferences) -> Option<Chosen> {
     for version in &preferences.versions {
         for binding in &preferences.bindings {
+            if !speaks(*binding, version) {
+                continue;
+            }
             let found = card.supported_interfaces.iter().find(|i| {
                 i.protocol_binding == binding.card_name()
                     && &major_minor(&i.protocol_version) == version

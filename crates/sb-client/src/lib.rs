@@ -1,6 +1,5 @@
-//! Switchboard's A2A client, on the `sb-protocol` model and the HTTP stack the
-//! workspace already uses. This first part finds and checks an agent before anything is
-//! sent to it:
+//! Switchboard's A2A client, on the `sb-protocol` model and the HTTP and gRPC stacks
+//! the workspace already uses.
 //!
 //! - [`discovery`]: fetches a card from a base or card URL (`/.well-known/agent-card.json`,
 //!   then the legacy `/.well-known/agent.json`), reads it whatever its generation
@@ -8,15 +7,25 @@
 //!   when a verifier is given, its signature; [`discovery::CardCache`] keeps cards for a
 //!   TTL of minutes and forgets one after a failed submission.
 //! - [`interface`]: which of the card's interfaces to call, by the caller's preference.
-//! - [`jsonrpc`]: the unary calls of A2A 1.0 over JSON-RPC (send, get, cancel), a
-//!   server's error read back as its [`sb_protocol::A2AError`].
+//! - [`auth`]: credentials, placed as the card's security schemes say.
+//! - [`transport`]: the calls of A2A as one trait, whatever the binding and version;
+//!   [`jsonrpc`], [`rest`] (HTTP+JSON) and [`grpc`] implement it, each for 1.0 and (on
+//!   the HTTP bindings) 0.3; [`sse`] reads a streaming answer.
 
+pub mod auth;
 pub mod discovery;
+pub mod follow;
+pub mod grpc;
 pub mod interface;
 pub mod jsonrpc;
 pub mod legacy;
+pub mod poll;
+pub mod rest;
+pub mod sse;
+pub mod transport;
 pub mod validate;
 
+pub use auth::{Credentials, Placement};
 pub use discovery::{CardCache, CardError, Discovered, discover};
 pub use interface::{Binding, Chosen, Preferences};
-pub use jsonrpc::{CallError, JsonRpcClient};
+pub use transport::{CallError, EventStream, StreamItem, Transport, connect};

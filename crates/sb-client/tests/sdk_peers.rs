@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sb_client::discovery::discover;
 use sb_client::interface::{Binding, Preferences, choose};
-use sb_client::jsonrpc::{CallError, JsonRpcClient};
+use sb_client::{CallError, Placement, connect};
 use sb_protocol::requests::SendMessageRequest;
 use sb_protocol::{ErrorKind, SendMessageResponse, TaskState};
 use serde_json::json;
@@ -71,12 +71,12 @@ async fn discovers_and_calls(name: &str) {
     assert!(chosen.url.starts_with(&base), "{name}: {}", chosen.url);
 
     // The calls, on the interface chosen.
-    let client = JsonRpcClient::new(http, &chosen).unwrap();
+    let client = connect(http, &chosen, Placement::default()).unwrap();
     let request: SendMessageRequest = serde_json::from_value(json!({
         "message": {"messageId": format!("m-{name}"), "role": "ROLE_USER", "parts": [{"text": "hello peer"}]}
     }))
     .unwrap();
-    let SendMessageResponse::Task(task) = client.send_message(&request).await.unwrap() else {
+    let SendMessageResponse::Task(task) = client.send(&request).await.unwrap() else {
         panic!("{name}: the echo peer answers with a task");
     };
     assert_eq!(task.status.state, TaskState::Completed, "{name}: {task:?}");

@@ -64,6 +64,10 @@ pub struct AgentSkill {
     pub output_modes: Vec<String>,
 }
 
+/// The URI of Switchboard's stream-resume extension (docs/extensions.md): a card that
+/// lists it resumes a stream after `Last-Event-ID`.
+pub const RESUME_EXTENSION: &str = "urn:switchboard:a2a:extension:stream-resume:v1";
+
 /// A 1.0 security scheme: exactly one member set, as the proto oneof requires.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

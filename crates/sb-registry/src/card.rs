@@ -113,14 +113,20 @@ pub fn describe(
 /// A digest of what the card says (interfaces, version and signatures aside): a change
 /// of the definition that changes the card changes it, and nothing else does.
 fn content_version(card: &AgentCard) -> String {
-    // Canonical (RFC 8785, as signed): the same content written in another key order,
-    // e.g. a reordered TOML table of extension params, is the same version.
+    format!("0.0.0+{}", &content_hash(card)[..12])
+}
+
+/// SHA-256 (hex) of a card's canonical form (RFC 8785, as signed, signatures aside):
+/// the same content written in another key order, e.g. a reordered TOML table of
+/// extension params, has the same hash.
+pub fn content_hash(card: &AgentCard) -> String {
     let json = serde_json::to_value(card).unwrap_or_default();
     let bytes = crate::signing::canonical_payload(&json)
         .unwrap_or_else(|_| serde_json::to_vec(card).unwrap_or_default());
-    let digest = Sha256::digest(&bytes);
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    format!("0.0.0+{hex}")
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn skill(definition: &crate::definition::SkillDefinition) -> AgentSkill {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::auth_config::AuthConfig;
+use crate::upstream::UpstreamDefinition;
 
 /// Turns queued or running at most for one agent in the split deployment, unless its
 /// definition says otherwise.
@@ -72,6 +73,12 @@ pub struct AgentDefinition {
     /// Split deployment: what happens to a turn whose worker is lost.
     #[serde(default, skip_serializing_if = "is_default")]
     pub on_worker_lost: OnWorkerLost,
+    /// `a2a`: the upstream A2A server's base URL or card URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `a2a`: credentials for the upstream, the card refresh interval, timeouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<UpstreamDefinition>,
 }
 
 /// Which code runs an agent.
@@ -91,6 +98,8 @@ pub enum AgentKind {
     /// Code of its own on remote workers (split deployment), in any language: the
     /// definition alone makes its card.
     Worker,
+    /// An existing A2A server, bridged by its URL: its card follows the upstream's.
+    A2a,
 }
 
 /// The card served without an `A2A-Version` header.
@@ -188,6 +197,8 @@ impl AgentDefinition {
             webhook_secret: None,
             max_queued: DEFAULT_MAX_QUEUED,
             on_worker_lost: OnWorkerLost::default(),
+            url: None,
+            upstream: None,
         }
     }
 
@@ -200,6 +211,9 @@ impl AgentDefinition {
         }
         if let Some(auth) = &mut shown.auth {
             auth.redact(REDACTED);
+        }
+        if let Some(upstream) = &mut shown.upstream {
+            upstream.redact(REDACTED);
         }
         shown
     }

@@ -1,7 +1,8 @@
 //! The registry's HTTP API, served by every gateway (and by the registry service):
 //! - `PUT /registry/agents/{name}`: register (201) or replace (200) an agent; the body is
 //!   its definition as JSON, the fields of a TOML `[[agents]]` entry;
-//! - `GET /registry/agents/{name}`: its definition (secrets redacted), card and history;
+//! - `GET /registry/agents/{name}`: its definition (secrets redacted), card and history
+//!   (and a bridged agent's upstream card: where, which, when checked, why refused);
 //! - `DELETE /registry/agents/{name}`: remove it (204);
 //! - `GET /registry/agents?skill=&tag=&q=&capability=&input_mode=&output_mode=`: search;
 //! - `GET /agents`: every agent with its card URL;
@@ -124,8 +125,22 @@ impl Api {
     /// An agent as `GET /registry/agents/{name}` shows it.
     fn view(&self, agent: &ServedAgent) -> Value {
         let registration = &agent.registration;
+        // A bridged agent's upstream card: where, which, checked when, and why it was
+        // last refused (the card itself is what `card` follows).
+        let upstream = registration.upstream.as_ref().map(|u| {
+            json!({
+                "url": u.url,
+                "name": u.card.as_ref().map(|c| &c.name),
+                "version": u.card.as_ref().map(|c| &c.version),
+                "hash": u.hash,
+                "signedBy": u.signed_by,
+                "checkedAt": u.checked_at,
+                "refused": u.refused,
+            })
+        });
         json!({
             "name": registration.name(),
+            "upstream": upstream,
             "cardUrl": self.card_url(registration.name()),
             "version": registration.version(),
             "source": registration.source,

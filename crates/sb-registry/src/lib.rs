@@ -17,6 +17,8 @@
 //!   swaps it whole on each change ([`CardRegistry`] is what the gateway reads).
 //! - [`service`]: [`RegistryService`] (put, remove, read) and [`Admission`] (what a
 //!   deployment can run); [`local`]: [`LocalRegistry`], the service over a store.
+//! - [`upstream`]: bridged agents (`kind = "a2a"`): how to reach the upstream server,
+//!   and what is kept of its card (which their card follows).
 //! - [`search`]: queries over the fleet; [`http`]: the HTTP API.
 
 pub mod auth_config;
@@ -31,6 +33,7 @@ pub mod registration;
 pub mod search;
 pub mod service;
 pub mod signing;
+pub mod upstream;
 pub mod validate;
 
 pub use card::{CardDefaults, CardSettings};
@@ -41,4 +44,5 @@ pub use local::LocalRegistry;
 pub use maker::CardMaker;
 pub use registration::{Registration, Source};
 pub use service::{Admission, Put, RegistryError, RegistryService};
+pub use upstream::{UpstreamCard, UpstreamDefinition};
 pub use validate::FieldError;

@@ -16,6 +16,7 @@ use crate::fleet::{CardRegistry, Fleet, LiveRegistry};
 use crate::maker::CardMaker;
 use crate::registration::{Registration, Source};
 use crate::service::{Put, RegistryError, RegistryService};
+use crate::upstream::UpstreamCard;
 
 #[derive(Debug)]
 pub struct LocalRegistry {
@@ -67,7 +68,11 @@ impl LocalRegistry {
     ) -> Result<LocalRegistry, RegistryError> {
         let mut registrations = load(&*store).await?;
         for definition in configured {
-            let version = maker.describe(definition)?.version;
+            let upstream = registrations
+                .get(&definition.name)
+                .filter(|r| r.definition.url == definition.url)
+                .and_then(|r| r.upstream.as_ref());
+            let version = maker.describe(definition, upstream)?.version;
             let next = match registrations.get(&definition.name) {
                 None => Some(Registration::new(
                     definition.clone(),
@@ -133,6 +138,39 @@ impl LocalRegistry {
         self.live.replace(fleet);
     }
 
+    /// Keeps what a fetch of a bridged agent's upstream card found: its card follows
+    /// an accepted card, and a change of content is a new version in its history, with
+    /// what drifted. Returns the drift (empty when the card's content is the same).
+    pub async fn observe_upstream(
+        &self,
+        name: &str,
+        upstream: UpstreamCard,
+    ) -> Result<Vec<String>, RegistryError> {
+        let mut registrations = self.registrations.lock().await;
+        let Some(current) = registrations.get(name).filter(|r| r.removed_at.is_none()) else {
+            return Err(RegistryError::NotFound(format!(
+                "no agent \"{name}\" is registered"
+            )));
+        };
+        let drift = match &current.upstream {
+            Some(before) => before.drift(&upstream),
+            None => Vec::new(),
+        };
+        let version = self
+            .maker
+            .describe(&current.definition, Some(&upstream))?
+            .version;
+        let note = (!drift.is_empty()).then(|| drift.join("; "));
+        let Some(next) = current.with_upstream(upstream, version, note) else {
+            return Ok(drift);
+        };
+        save(&*self.store, &next).await?;
+        registrations.insert(name.to_owned(), next);
+        // Published even when refused: the registry entry says why.
+        self.publish(&registrations);
+        Ok(drift)
+    }
+
     /// Reads every registration again from the store (another replica changed some).
     pub async fn reload(&self) -> Result<(), RegistryError> {
         let mut registrations = self.registrations.lock().await;
@@ -173,9 +211,13 @@ impl LocalRegistry {
 #[async_trait]
 impl RegistryService for LocalRegistry {
     async fn put(&self, definition: AgentDefinition, source: Source) -> Result<Put, RegistryError> {
-        let version = self.maker.describe(&definition)?.version;
         let name = definition.name.clone();
         let mut registrations = self.registrations.lock().await;
+        let upstream = registrations
+            .get(&name)
+            .filter(|r| r.definition.url == definition.url)
+            .and_then(|r| r.upstream.as_ref());
+        let version = self.maker.describe(&definition, upstream)?.version;
         let created = registrations
             .get(&name)
             .is_none_or(|r| r.removed_at.is_some());

@@ -13,6 +13,7 @@ use crate::fleet::{Fleet, ServedAgent};
 use crate::registration::Registration;
 use crate::service::Admission;
 use crate::signing::CardSigner;
+use crate::upstream::UpstreamCard;
 use crate::validate::FieldError;
 
 /// What makes a deployment's cards.
@@ -29,10 +30,17 @@ pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
 impl CardMaker {
     /// The card of `definition` without interfaces, after the definition's own checks
-    /// and the deployment's.
-    pub fn describe(&self, definition: &AgentDefinition) -> Result<AgentCard, FieldError> {
+    /// and the deployment's; a bridged agent's shows what its `upstream` card brings.
+    pub fn describe(
+        &self,
+        definition: &AgentDefinition,
+        upstream: Option<&UpstreamCard>,
+    ) -> Result<AgentCard, FieldError> {
         definition.validate()?;
-        let defaults = self.admission.admit(definition)?;
+        let admitted = self.admission.admit(definition)?;
+        let defaults = upstream
+            .and_then(UpstreamCard::defaults)
+            .unwrap_or(admitted);
         Ok(card::describe(definition, &defaults, &self.settings))
     }
 
@@ -60,7 +68,7 @@ impl CardMaker {
 
     /// `registration` served at `/agents/{name}`.
     pub fn serve(&self, registration: Registration) -> Result<ServedAgent, FieldError> {
-        let content = self.describe(&registration.definition)?;
+        let content = self.describe(&registration.definition, registration.upstream.as_ref())?;
         let name = registration.name().to_owned();
         let base = format!("{}/agents/{name}", self.base());
         let grpc = card::grpc_interface(self.base(), Some(&name));

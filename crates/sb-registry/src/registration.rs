@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::definition::AgentDefinition;
+use crate::upstream::UpstreamCard;
 
 /// Versions of an agent's card kept in its history, newest last.
 pub const HISTORY_LEN: usize = 50;
@@ -20,6 +21,9 @@ pub enum Source {
     Api,
     /// A remote worker's announcement when it attached; a configured definition wins.
     Worker,
+    /// A bridged agent's upstream card changed (in the history only: it never
+    /// registers an agent).
+    Upstream,
 }
 
 impl Source {
@@ -36,6 +40,9 @@ pub struct VersionChange {
     pub version: String,
     pub at: DateTime<Utc>,
     pub source: Source,
+    /// What changed, when known (a bridged agent's drift: version, skills, interfaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One registered agent, as stored.
@@ -51,6 +58,9 @@ pub struct Registration {
     /// When it was removed: it takes no new messages, and its tasks stay readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed_at: Option<DateTime<Utc>>,
+    /// A bridged agent's upstream card, as last fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<UpstreamCard>,
 }
 
 impl Registration {
@@ -66,8 +76,10 @@ impl Registration {
                 version,
                 at: now,
                 source,
+                note: None,
             }],
             removed_at: None,
+            upstream: None,
         }
     }
 
@@ -96,6 +108,11 @@ impl Registration {
             return None;
         }
         let now = Utc::now();
+        // What was fetched from one upstream says nothing of another.
+        let upstream = match definition.url == self.definition.url {
+            true => self.upstream.clone(),
+            false => None,
+        };
         let mut next = Registration {
             definition,
             source,
@@ -103,15 +120,42 @@ impl Registration {
             changed_at: now,
             history: self.history.clone(),
             removed_at: None,
+            upstream,
         };
+        next.record(version, source, None, now);
+        Some(next)
+    }
+
+    fn record(&mut self, version: String, source: Source, note: Option<String>, at: DateTime<Utc>) {
         if version != self.version() {
-            next.history.push(VersionChange {
+            self.history.push(VersionChange {
                 version,
-                at: now,
+                at,
                 source,
+                note,
             });
-            let excess = next.history.len().saturating_sub(HISTORY_LEN);
-            next.history.drain(..excess);
+            let excess = self.history.len().saturating_sub(HISTORY_LEN);
+            self.history.drain(..excess);
+        }
+    }
+
+    /// This registration with its upstream card as last fetched, whose card then has
+    /// `version`; `note` says what drifted. `None` when nothing changed.
+    pub fn with_upstream(
+        &self,
+        upstream: UpstreamCard,
+        version: String,
+        note: Option<String>,
+    ) -> Option<Registration> {
+        if self.upstream.as_ref() == Some(&upstream) {
+            return None;
+        }
+        let mut next = self.clone();
+        next.upstream = Some(upstream);
+        // A fetch that found nothing new changes when it was checked, not the card.
+        if version != self.version() {
+            next.changed_at = Utc::now();
+            next.record(version, Source::Upstream, note, next.changed_at);
         }
         Some(next)
     }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::auth_config::AuthConfig;
-use crate::definition::AgentDefinition;
+use crate::definition::{AgentDefinition, AgentKind};
 
 /// One invalid field of a definition.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
@@ -101,7 +101,39 @@ impl AgentDefinition {
         if self.max_queued == 0 {
             return Err(FieldError::new("max_queued", "must be positive"));
         }
-        Ok(())
+        self.check_upstream()
+    }
+
+    /// `url` and `upstream` belong to bridged agents, and a bridged agent needs a URL.
+    fn check_upstream(&self) -> Result<(), FieldError> {
+        if self.kind != AgentKind::A2a {
+            for (field, set) in [
+                ("url", self.url.is_some()),
+                ("upstream", self.upstream.is_some()),
+            ] {
+                if set {
+                    return Err(FieldError::new(
+                        field,
+                        "is only for kind = \"a2a\" (a bridged A2A server)",
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        match &self.url {
+            Some(url) => web_url("url", url)?,
+            None => {
+                return Err(FieldError::new(
+                    "url",
+                    "a bridged agent (kind = \"a2a\") needs the upstream's base or card URL",
+                ));
+            }
+        }
+        let problems = self.upstream.iter().flat_map(|u| u.problems());
+        match problems.into_iter().next() {
+            Some((field, reason)) => Err(FieldError::new(field, reason)),
+            None => Ok(()),
+        }
     }
 }
 

@@ -49,6 +49,7 @@ fn source_name(source: Source) -> &'static str {
         Source::Config => "config",
         Source::Api => "api",
         Source::Worker => "worker",
+        Source::Upstream => "upstream",
     }
 }
 

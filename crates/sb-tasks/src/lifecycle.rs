@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use sb_protocol::{
-    A2AError, Artifact, ErrorKind, Message, StreamResponse, Task, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent,
+    A2AError, Artifact, ErrorKind, Message, Metadata, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use sb_store::{StoredEvent, TaskRecord};
 
@@ -25,6 +25,10 @@ pub enum TaskUpdate {
     /// A follow-up user message for a task that is not finished (typically the answer to
     /// an input request): it joins the history and the task goes (back) to working.
     Resume { message: Message },
+    /// Merges entries into the task's metadata, where a runner keeps what it must find
+    /// again after a restart (a bridged task's upstream task, say). The status stays as
+    /// it is; its event repeats the status with the entries as the event's metadata.
+    Annotate { metadata: Metadata },
 }
 
 /// Whether a task may move from `from` to `to`.
@@ -121,6 +125,28 @@ pub fn apply_in_place(
                 context_id,
                 status: next.task.status.clone(),
                 metadata: None,
+            })
+        }
+        TaskUpdate::Annotate { metadata } => {
+            if from.is_terminal() {
+                return Err(A2AError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {task_id} is {}; it can no longer change",
+                        from.as_v03_str()
+                    ),
+                )
+                .with_task(&task_id));
+            }
+            next.task
+                .metadata
+                .get_or_insert_with(Default::default)
+                .extend(metadata.clone());
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: next.task.status.clone(),
+                metadata: Some(metadata),
             })
         }
         TaskUpdate::Artifact {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sb_agent::Agent;
 use sb_agent::builtin::{BenchAgent, ConformanceAgent, ConsolidateAgent, EchoAgent};
 use sb_agent::roster::Code;
+use sb_bridge::{BridgeAgent, Upstream};
 use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::jwt::{JwksSource, JwtVerifier};
 use sb_protocol::card::{AgentExtension, AgentProvider};
@@ -35,9 +36,19 @@ pub(crate) enum Runs {
 pub(crate) struct Kinds {
     pub embedded: EmbeddedAgents,
     pub runs: Runs,
+    /// What bridged agents call their upstreams with (one connection pool).
+    pub upstream_http: reqwest::Client,
 }
 
 impl Kinds {
+    pub(crate) fn new(embedded: EmbeddedAgents, runs: Runs) -> Kinds {
+        Kinds {
+            embedded,
+            runs,
+            upstream_http: reqwest::Client::new(),
+        }
+    }
+
     /// The code of `definition`'s agent in this process: the embedding program's agent of
     /// that name if it registered one, else the built-in of its kind; `None` for an agent
     /// whose code is a worker's own.
@@ -56,6 +67,13 @@ impl Kinds {
                 ));
             }
             AgentKind::Worker => return Ok(None),
+            AgentKind::A2a => {
+                let upstream =
+                    Upstream::of(definition, self.upstream_http.clone()).ok_or_else(|| {
+                        FieldError::new("url", "a bridged agent needs its upstream's URL")
+                    })?;
+                Arc::new(BridgeAgent::new(Arc::new(upstream)))
+            }
             AgentKind::Consolidate => {
                 let mut agent = ConsolidateAgent::default();
                 if let Some(ms) = definition.pause_ms {
@@ -95,7 +113,7 @@ impl Admission for Kinds {
             return Ok(CardDefaults::default());
         };
         let described = agent.describe();
-        let builtin = !matches!(definition.kind, AgentKind::Embedded)
+        let builtin = !matches!(definition.kind, AgentKind::Embedded | AgentKind::A2a)
             && !self.embedded.contains_key(&definition.name);
         Ok(CardDefaults {
             description: described.description,

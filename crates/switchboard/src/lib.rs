@@ -18,6 +18,7 @@
 
 mod agents;
 mod backend;
+mod bridges;
 pub mod cli;
 pub mod config;
 mod fleet;

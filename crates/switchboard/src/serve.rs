@@ -19,6 +19,7 @@ use tonic::service::RoutesBuilder;
 
 use crate::agents::{EmbeddedAgents, Kinds, Runs};
 use crate::backend;
+use crate::bridges;
 use crate::config::{self, AgentConfig, AgentKind, Config};
 use crate::fleet::{self, Followers};
 use crate::observe::count_task_events;
@@ -111,23 +112,9 @@ async fn serve_all_in_one(
     let mut metrics = Registry::default();
     let bus = count_task_events(backend.bus.clone(), &mut metrics);
     let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here);
-    // Agents run only in this process, so a task still running was cut off when the
-    // previous one ended (in the split deployment, the workers' leases tell that).
-    let recovered = tasks
-        .recover_unfinished()
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if recovered > 0 {
-        tracing::warn!(
-            count = recovered,
-            "failed tasks left running by the previous process"
-        );
-    }
     let stop = CancellationToken::new();
-    let kinds = Kinds {
-        embedded,
-        runs: Runs::InProcess,
-    };
+    let kinds = Kinds::new(embedded, Runs::InProcess);
+    let kinds_http = kinds.upstream_http.clone();
     // Replicas sharing Redis hear of each other's registrations.
     let (registry, following) =
         fleet::open_registry(&config, &backend, kinds.clone(), &stop).await?;
@@ -139,6 +126,37 @@ async fn serve_all_in_one(
     let followers = Followers::new(&config, kinds, host.roster().clone())?;
     let auth = followers.auth.clone();
     followers.follow(&registry.live(), &stop).await?;
+    // Agents run only in this process, so a task still running was cut off when the
+    // previous one ended (in the split deployment, the workers' leases tell that);
+    // a bridged task's upstream task went on, and its turn is run again to follow it.
+    let (failed, resumed) = tasks
+        .recover_unfinished(bridges::resumes_after_restart(&registry))
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if failed > 0 {
+        tracing::warn!(
+            count = failed,
+            "failed tasks left running by the previous process"
+        );
+    }
+    for record in resumed {
+        match record
+            .task
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == sb_protocol::Role::User)
+        {
+            Some(message) => {
+                tracing::info!(task_id = %record.task.id, agent = %record.agent, "following a bridged task again after the restart");
+                drop(host.spawn_turn(&record, message.clone()));
+            }
+            None => {
+                tracing::warn!(task_id = %record.task.id, "a bridged task without a user message cannot be followed again")
+            }
+        }
+    }
+    bridges::refresh_upstream_cards(&registry, kinds_http.clone(), &mut metrics, &stop).await;
     let fanout = LocalFanout::new(tasks.clone(), bus.clone());
     fanout.register(&mut metrics);
     let services = GatewayServices {

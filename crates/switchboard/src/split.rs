@@ -55,10 +55,7 @@ pub async fn serve_split(
     let mut metrics = Registry::default();
     let mut grpc = RoutesBuilder::default();
     let mut http = axum::Router::new();
-    let kinds = Kinds {
-        embedded: EmbeddedAgents::new(),
-        runs: Runs::OnWorkers,
-    };
+    let kinds = Kinds::new(EmbeddedAgents::new(), Runs::OnWorkers);
     // The registry's state is in Redis: the registry service serves it, and the tasks
     // service reads it too (its queue's agents and policies, workers' announcements), as
     // does the dispatcher (the agents' webhook signing keys).
@@ -104,6 +101,15 @@ pub async fn serve_split(
             registry: registry.clone(),
         };
         grpc.add_service(server.into_service());
+        // The registry service writes each bridged agent's entry, so it refreshes
+        // their upstream cards.
+        crate::bridges::refresh_upstream_cards(
+            registry,
+            kinds.upstream_http.clone(),
+            &mut metrics,
+            &stop,
+        )
+        .await;
         if !config.runs(Service::Gateway) {
             http = http.merge(fleet::registry_routes(&config, registry.clone()));
         }

@@ -19,10 +19,7 @@ pub async fn work(
     capacity: u32,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let kinds = Kinds {
-        embedded: EmbeddedAgents::new(),
-        runs: Runs::OnWorkers,
-    };
+    let kinds = Kinds::new(EmbeddedAgents::new(), Runs::OnWorkers);
     let mut served: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
     let mut definitions = Vec::new();
     for agent in &config.agents {

@@ -15,6 +15,8 @@ use sb_tasks::Scope;
 use super::{Frame, FrameStream};
 use crate::AppState;
 
+pub use sb_protocol::card::RESUME_EXTENSION;
+
 pub(super) fn single_frame(seq: u64, event: StreamResponse) -> FrameStream {
     let frame = Frame {
         seq,
@@ -161,9 +163,6 @@ impl futures::Stream for UntilEnd {
         Poll::Ready(item)
     }
 }
-
-/// The URI of Switchboard's stream-resume extension (docs/extensions.md).
-pub const RESUME_EXTENSION: &str = "urn:switchboard:a2a:extension:stream-resume:v1";
 
 /// A subscription, and whether it honoured the client's resume cursor.
 pub struct Subscription {

@@ -13,15 +13,22 @@
 //! - `task`: tasks and what they hold (statuses, messages, parts, artifacts) and stream
 //!   events, to and from 0.3;
 //! - `request`: SendMessage's parameters and push-notification configs, to and from 0.3;
+//! - `response`: the client's side: 0.3 tasks, SendMessage results, stream events and
+//!   push configs read into the 1.0 shape, and SendMessage's parameters written in 0.3;
 //! - here: which dialect ([`Dialect03`]) and the helpers that build 0.3 objects.
 
 mod request;
+mod response;
 mod task;
 
 use serde_json::{Map, Value};
 
 pub use request::{
     push_config_inner_to_v03, push_config_to_v03, push_inner_from_v03, send_params_from_v03,
+};
+pub use response::{
+    message_or_task_from_v03, push_config_from_v03, send_params_to_v03, stream_event_from_v03,
+    task_from_v03,
 };
 pub use task::{
     artifact_to_v03, message_from_v03, message_to_v03, part_to_v03, state_to_v03, status_to_v03,

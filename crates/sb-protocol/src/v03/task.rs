@@ -269,7 +269,7 @@ pub fn message_from_v03(value: Value, dialect: Dialect03) -> Result<Value, Strin
     Ok(Value::Object(obj))
 }
 
-fn part_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
+pub(super) fn part_from_v03(value: Value, dialect: Dialect03) -> Result<Value, String> {
     let Value::Object(mut obj) = value else {
         return Err("a part must be an object".into());
     };

@@ -157,17 +157,28 @@ impl LocalTaskService {
 
     /// Fails every task that was submitted or working when the process stopped: its
     /// agent run is gone, and a task must never stay silently stuck. Interrupted tasks
-    /// keep waiting for their client. Returns how many tasks were failed.
-    pub async fn recover_unfinished(&self) -> TaskResult<usize> {
+    /// keep waiting for their client. A running task `resumes` accepts is left as it is
+    /// and returned, for its runner to pick up again (a bridged task, whose upstream
+    /// task went on). Returns how many tasks were failed, and those left running.
+    pub async fn recover_unfinished(
+        &self,
+        resumes: impl Fn(&TaskRecord) -> bool,
+    ) -> TaskResult<(usize, Vec<TaskRecord>)> {
         let all = self.store.list_unfinished().await.map_err(store_error)?;
         for record in all.iter().filter(|r| r.state().is_interrupted()) {
             self.observe(record);
         }
         let mut failed = 0;
+        let mut resumed = Vec::new();
         let running = all
-            .iter()
+            .into_iter()
             .filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working));
         for record in running {
+            if resumes(&record) {
+                self.observe(&record);
+                resumed.push(record);
+                continue;
+            }
             let reason = Message::agent_text(
                 "the server stopped while this task was running; send the message again to retry",
             );
@@ -182,7 +193,7 @@ impl LocalTaskService {
                 }
             }
         }
-        Ok(failed)
+        Ok((failed, resumed))
     }
 }
 
@@ -597,7 +608,7 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(svc.recover_unfinished().await.unwrap(), 1);
+        assert_eq!(svc.recover_unfinished(|_| false).await.unwrap().0, 1);
         let failed = svc.get(&scope(), &running.task.id).await.unwrap();
         assert_eq!(failed.state(), TaskState::Failed);
         assert!(

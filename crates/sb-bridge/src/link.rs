@@ -1,0 +1,69 @@
+//! What a bridged task keeps of its upstream task, in its own metadata (under
+//! [`LINK_KEY`]) so that it is durable with the task: after a restart the bridge finds
+//! the upstream task again, and knows which messages it already forwarded. It is also
+//! the call's trajectory (seed "I6"): the upstream agent, its card version and hash,
+//! the skill, the outcome and the latency.
+
+use chrono::{DateTime, Utc};
+use sb_protocol::{Metadata, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The metadata key of the link.
+pub const LINK_KEY: &str = "switchboard.bridge";
+
+/// A bridged task's upstream side.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Link {
+    /// The upstream agent's name, as its card says.
+    pub agent: String,
+    pub card_version: String,
+    pub card_hash: String,
+    /// The skill the caller asked for (`metadata.skill` or `metadata.skillHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_context_id: Option<String>,
+    /// Ids of this task's messages already sent upstream.
+    #[serde(default)]
+    pub forwarded: Vec<String>,
+    pub started_at: DateTime<Utc>,
+    /// How the upstream task ended, once it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+}
+
+impl Link {
+    /// The link stored on `task`, if it has one.
+    pub fn of(task: &Task) -> Option<Link> {
+        let value = task.metadata.as_ref()?.get(LINK_KEY)?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// The metadata entry that stores this link.
+    pub fn entry(&self) -> Metadata {
+        let mut metadata = Metadata::new();
+        metadata.insert(
+            LINK_KEY.to_owned(),
+            serde_json::to_value(self).unwrap_or(Value::Null),
+        );
+        metadata
+    }
+
+    pub fn forwarded(&self, message_id: &str) -> bool {
+        self.forwarded.iter().any(|id| id == message_id)
+    }
+}
+
+/// The skill a message asks for, by the fleet guide's metadata keys.
+pub fn skill_of(metadata: Option<&Metadata>) -> Option<String> {
+    let metadata = metadata?;
+    ["skill", "skillHint"]
+        .iter()
+        .find_map(|key| metadata.get(*key)?.as_str().map(str::to_owned))
+}

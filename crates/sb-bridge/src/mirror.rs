@@ -1,0 +1,202 @@
+//! Mirrors an upstream task into the Switchboard task, in order and once: each upstream
+//! event is compared with what the Switchboard task already holds, and only what is new
+//! is reported. A snapshot (the task a poll read, or the first event of a
+//! resubscription) is reduced to its differences, so after a restart or a broken stream
+//! nothing is mirrored twice: upstream message and artifact ids are kept as they are.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use crate::link::Link;
+use sb_agent::Reporter;
+use sb_protocol::{
+    A2AError, Artifact, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus,
+};
+
+/// Where the mirroring left the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mirrored {
+    /// The upstream task goes on.
+    Running,
+    /// It ended or waits for input: so does the Switchboard task, and the turn is over.
+    Settled(TaskState),
+}
+
+/// The Switchboard task as the mirror has reported it.
+#[derive(Debug)]
+pub struct Mirror {
+    /// The task's link to its upstream task; its trajectory (outcome, latency) is
+    /// recorded just before the task settles.
+    pub link: Link,
+    started: Instant,
+    reporter: Reporter,
+    state: TaskState,
+    status_message: Option<String>,
+    /// Ids of the messages the task holds (history and status).
+    messages: BTreeSet<String>,
+    artifacts: BTreeMap<String, Vec<Part>>,
+}
+
+impl Mirror {
+    /// A mirror into `task` (as it stands when the turn starts), reporting to `reporter`.
+    pub fn new(task: &Task, link: Link, reporter: Reporter) -> Mirror {
+        Mirror {
+            link,
+            started: Instant::now(),
+            reporter,
+            state: task.status.state,
+            status_message: task.status.message.as_ref().map(|m| m.message_id.clone()),
+            messages: task
+                .history
+                .iter()
+                .chain(&task.status.message)
+                .map(|m| m.message_id.clone())
+                .collect(),
+            artifacts: task
+                .artifacts
+                .iter()
+                .map(|a| (a.artifact_id.clone(), a.parts.clone()))
+                .collect(),
+        }
+    }
+
+    /// Mirrors one upstream event.
+    pub async fn apply(&mut self, event: StreamResponse) -> Result<Mirrored, A2AError> {
+        match event {
+            StreamResponse::Task(task) => {
+                // What the agent said while nobody followed (a restart, a broken
+                // stream): each message it holds that this task does not, in order.
+                let unseen: Vec<Message> = task
+                    .history
+                    .into_iter()
+                    .filter(|m| m.role == Role::Agent && !self.messages.contains(&m.message_id))
+                    .collect();
+                for message in unseen {
+                    self.said(message).await?;
+                }
+                for artifact in task.artifacts {
+                    self.artifact(artifact, false, false).await?;
+                }
+                self.status(task.status).await
+            }
+            StreamResponse::StatusUpdate(update) => self.status(update.status).await,
+            StreamResponse::ArtifactUpdate(update) => {
+                self.artifact(update.artifact, update.append, update.last_chunk)
+                    .await?;
+                Ok(Mirrored::Running)
+            }
+            StreamResponse::Message(message) => {
+                self.said(message).await?;
+                Ok(Mirrored::Running)
+            }
+        }
+    }
+
+    /// A message of the agent's while its task runs: it becomes the status message
+    /// (and so joins the history), the task working.
+    async fn said(&mut self, message: Message) -> Result<(), A2AError> {
+        if self.messages.contains(&message.message_id) || self.state.is_terminal() {
+            return Ok(());
+        }
+        let status = TaskStatus {
+            state: TaskState::Working,
+            message: Some(message),
+            timestamp: None,
+        };
+        self.status(status).await.map(drop)
+    }
+
+    async fn status(&mut self, status: TaskStatus) -> Result<Mirrored, A2AError> {
+        let state = match status.state {
+            // Switchboard's task already exists; an upstream that has not started yet
+            // says nothing new.
+            TaskState::Submitted | TaskState::Unspecified => return Ok(Mirrored::Running),
+            state => state,
+        };
+        // A message the task holds already is not said again (a snapshot repeats it).
+        let fresh = status
+            .message
+            .filter(|m| !self.messages.contains(&m.message_id));
+        let same = state == self.state && fresh.is_none();
+        let settles = state.is_terminal() || state.is_interrupted();
+        if same && !settles {
+            return Ok(Mirrored::Running);
+        }
+        if !same {
+            if settles {
+                self.record_outcome(state.as_v03_str()).await?;
+            }
+            let message_id = fresh.as_ref().map(|m| m.message_id.clone());
+            self.reporter.status(state, fresh).await?;
+            self.state = state;
+            if let Some(id) = &message_id {
+                self.messages.insert(id.clone());
+            }
+            self.status_message = message_id;
+        }
+        Ok(match settles {
+            true => Mirrored::Settled(state),
+            false => Mirrored::Running,
+        })
+    }
+
+    /// Completes the task with an upstream's message-only reply.
+    pub async fn complete_with(&mut self, reply: Message) -> Result<(), A2AError> {
+        self.record_outcome("completed").await?;
+        self.reporter
+            .status(TaskState::Completed, Some(reply))
+            .await
+            .map(drop)
+    }
+
+    /// Records how the upstream call ended (outcome and latency) on the task.
+    pub async fn record_outcome(&mut self, outcome: &str) -> Result<(), A2AError> {
+        let latency_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.link.outcome = Some(outcome.to_owned());
+        self.link.latency_ms = Some(latency_ms);
+        let span = tracing::Span::current();
+        span.record("outcome", outcome);
+        span.record("latency_ms", latency_ms);
+        self.reporter.annotate(self.link.entry()).await
+    }
+
+    /// Records the upstream task on this one, durably, before anything of it is mirrored.
+    pub async fn link_to(&mut self, task_id: &str, context_id: &str) -> Result<(), A2AError> {
+        if self.link.upstream_task_id.is_none() {
+            self.link.upstream_task_id = Some(task_id.to_owned());
+            self.link.upstream_context_id = Some(context_id.to_owned());
+            tracing::Span::current().record("upstream.task_id", task_id);
+        }
+        self.reporter.annotate(self.link.entry()).await
+    }
+
+    /// Reports what `artifact` adds to what the task holds: nothing when it holds it
+    /// already, the missing parts when it holds a beginning of it, else all of it.
+    async fn artifact(
+        &mut self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), A2AError> {
+        let held = self.artifacts.get(&artifact.artifact_id);
+        let (report, append) = match (held, append) {
+            (Some(parts), false) if *parts == artifact.parts => return Ok(()),
+            (Some(parts), false) if artifact.parts.starts_with(parts) && !parts.is_empty() => {
+                let mut rest = artifact.clone();
+                rest.parts = artifact.parts[parts.len()..].to_vec();
+                (rest, true)
+            }
+            (None, true) => (artifact.clone(), false),
+            _ => (artifact.clone(), append),
+        };
+        let entry = self
+            .artifacts
+            .entry(artifact.artifact_id.clone())
+            .or_default();
+        match append {
+            true => entry.extend(report.parts.iter().cloned()),
+            false => *entry = report.parts.clone(),
+        }
+        self.reporter.artifact(report, append, last_chunk).await
+    }
+}

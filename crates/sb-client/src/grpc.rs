@@ -1,0 +1,474 @@
+//! The gRPC binding, A2A 1.0 only (`lf.a2a.v1.A2AService`: the package is the version;
+//! an A2A 0.3 gRPC interface is refused, its agent is called on JSON-RPC or HTTP+JSON).
+//! Requests and replies cross to the `sb-protocol` model through ProtoJSON
+//! ([`sb_a2a_grpc::convert`]); a server's status comes back as the [`A2AError`] it names
+//! ([`sb_a2a_grpc::refusal`]), so a caller handles TaskNotFound or TaskNotCancelable the
+//! same whichever binding it used.
+//!
+//! Metadata plays the part of HTTP headers: `a2a-version: 1.0` and the credentials go
+//! with every call. Every stream activates Switchboard's resume extension
+//! (`a2a-extensions`): a Switchboard server then tags each task event with its sequence
+//! number in the event's metadata (gRPC has no SSE id), which becomes the
+//! [`StreamItem`]'s id, for [`Transport::subscribe`] to send back as `last-event-id`.
+//! Other servers ignore the extension; their events have no id.
+//!
+//! The card gives the address as `host:port`; `http://host:port` is accepted too. TLS
+//! (`https://`) is not built in: the workspace's tonic has no TLS feature. The channel
+//! connects on the first call, so [`GrpcTransport::new`] needs no network, only a Tokio
+//! runtime to run the channel on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use sb_a2a_grpc::pb::a2a_service_client::A2aServiceClient;
+use sb_a2a_grpc::{convert, pb, refusal};
+use sb_protocol::card::RESUME_EXTENSION;
+use sb_protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use sb_protocol::{
+    A2AError, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::auth::Placement;
+use crate::interface::{Binding, Chosen};
+use crate::transport::{CallError, EventStream, StreamItem, Transport};
+
+/// The largest reply read (tonic's default is 4 MiB, less than a server may send: a
+/// Switchboard server takes bodies of 10 MiB by default, and a task holds its artifacts).
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// How long connecting may take, before any call can.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most pages of push configs one listing reads.
+const MAX_PAGES: usize = 100;
+
+/// One call of the RPC `$rpc` with `$request`: its reply, or the failure.
+macro_rules! call {
+    ($self:ident, $method:expr, $rpc:ident, $request:expr) => {
+        $self
+            .client
+            .clone()
+            .$rpc($request)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| refused($method, &$self.chosen.url, &status))
+    };
+}
+
+/// A client of one agent's gRPC interface.
+#[derive(Clone, Debug)]
+pub struct GrpcTransport {
+    client: A2aServiceClient<Channel>,
+    chosen: Chosen,
+    /// `a2a-version` and the credentials (marked sensitive: Debug does not show them).
+    metadata: MetadataMap,
+}
+
+impl GrpcTransport {
+    /// A client of `chosen`, which must be a gRPC interface of version 1.0, sending the
+    /// credentials `placement` places as metadata (names lowercased). gRPC has no query
+    /// string, so a credential placed in one (an API key the card puts in the query) is
+    /// sent as metadata under the parameter's name. `_http` is for the HTTP bindings.
+    pub fn new(
+        _http: reqwest::Client,
+        chosen: &Chosen,
+        placement: Placement,
+    ) -> Result<Arc<dyn Transport>, CallError> {
+        match (chosen.binding, chosen.version.as_str()) {
+            (Binding::Grpc, "1.0") => {}
+            (Binding::Grpc, "0.3") => {
+                return Err(CallError::Transport(format!(
+                    "{}: A2A 0.3 gRPC is not spoken by this client (only lf.a2a.v1, A2A 1.0); \
+                     call the agent's JSON-RPC or HTTP+JSON interface instead",
+                    chosen.url
+                )));
+            }
+            (binding, version) => {
+                return Err(CallError::Transport(format!(
+                    "{binding:?} {version} is not a gRPC interface this client speaks"
+                )));
+            }
+        }
+        let endpoint = endpoint(&chosen.url)?;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(CallError::Transport(
+                "a gRPC transport is made inside a Tokio runtime (its channel runs there)".into(),
+            ));
+        }
+        let client = A2aServiceClient::new(endpoint.connect_lazy())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(Arc::new(GrpcTransport {
+            client,
+            chosen: chosen.clone(),
+            metadata: metadata(&placement)?,
+        }))
+    }
+
+    fn request<M>(&self, message: M) -> tonic::Request<M> {
+        let mut request = tonic::Request::new(message);
+        *request.metadata_mut() = self.metadata.clone();
+        request
+    }
+
+    /// A stream's request: the resume extension, and the cursor to resume after.
+    fn stream_request<M>(
+        &self,
+        message: M,
+        last_event_id: Option<&str>,
+    ) -> Result<tonic::Request<M>, CallError> {
+        let mut request = self.request(message);
+        let metadata = request.metadata_mut();
+        metadata.append(
+            "a2a-extensions",
+            MetadataValue::from_static(RESUME_EXTENSION),
+        );
+        if let Some(id) = last_event_id {
+            let id = MetadataValue::try_from(id).map_err(|_| {
+                CallError::Transport(format!("the event id {id:?} cannot be sent as metadata"))
+            })?;
+            metadata.insert("last-event-id", id);
+        }
+        Ok(request)
+    }
+
+    /// The interface's tenant (spec §5.3), empty for none.
+    fn tenant(&self) -> String {
+        self.chosen.tenant.clone().unwrap_or_default()
+    }
+
+    /// The interface's tenant in place of the one a request carries, when it names one.
+    fn set_tenant(&self, tenant: &mut String) {
+        if let Some(ours) = &self.chosen.tenant {
+            tenant.clone_from(ours);
+        }
+    }
+
+    fn events(
+        &self,
+        method: &'static str,
+        events: tonic::Streaming<pb::StreamResponse>,
+    ) -> EventStream {
+        let url = self.chosen.url.clone();
+        events
+            .map(move |item| {
+                let message = item.map_err(|status| refused(method, &url, &status))?;
+                let event: StreamResponse = to_model(method, &message)?;
+                Ok(StreamItem {
+                    id: seq_of(&event),
+                    event,
+                })
+            })
+            .boxed()
+    }
+}
+
+#[async_trait]
+impl Transport for GrpcTransport {
+    fn interface(&self) -> &Chosen {
+        &self.chosen
+    }
+
+    async fn send(&self, request: &SendMessageRequest) -> Result<SendMessageResponse, CallError> {
+        const METHOD: &str = "SendMessage";
+        let mut message: pb::SendMessageRequest = to_proto(METHOD, request)?;
+        self.set_tenant(&mut message.tenant);
+        let reply = call!(self, METHOD, send_message, self.request(message))?;
+        to_model(METHOD, &reply)
+    }
+
+    async fn send_streaming(&self, request: &SendMessageRequest) -> Result<EventStream, CallError> {
+        const METHOD: &str = "SendStreamingMessage";
+        let mut message: pb::SendMessageRequest = to_proto(METHOD, request)?;
+        self.set_tenant(&mut message.tenant);
+        let request = self.stream_request(message, None)?;
+        let events = call!(self, METHOD, send_streaming_message, request)?;
+        Ok(self.events(METHOD, events))
+    }
+
+    async fn subscribe(
+        &self,
+        task_id: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<EventStream, CallError> {
+        const METHOD: &str = "SubscribeToTask";
+        let message = pb::SubscribeToTaskRequest {
+            tenant: self.tenant(),
+            id: task_id.to_owned(),
+        };
+        let request = self.stream_request(message, last_event_id)?;
+        let events = call!(self, METHOD, subscribe_to_task, request)?;
+        Ok(self.events(METHOD, events))
+    }
+
+    async fn get_task(
+        &self,
+        task_id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Task, CallError> {
+        const METHOD: &str = "GetTask";
+        let message = pb::GetTaskRequest {
+            tenant: self.tenant(),
+            id: task_id.to_owned(),
+            history_length,
+        };
+        let reply = call!(self, METHOD, get_task, self.request(message))?;
+        to_model(METHOD, &reply)
+    }
+
+    async fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, CallError> {
+        const METHOD: &str = "ListTasks";
+        let mut message: pb::ListTasksRequest = to_proto(METHOD, request)?;
+        self.set_tenant(&mut message.tenant);
+        let reply = call!(self, METHOD, list_tasks, self.request(message))?;
+        // By hand: ProtoJSON leaves out the empty token and zero sizes the model requires.
+        Ok(ListTasksResponse {
+            tasks: reply
+                .tasks
+                .iter()
+                .map(|task| to_model(METHOD, task))
+                .collect::<Result<_, _>>()?,
+            next_page_token: reply.next_page_token,
+            page_size: reply.page_size,
+            total_size: reply.total_size,
+        })
+    }
+
+    async fn cancel_task(&self, task_id: &str) -> Result<Task, CallError> {
+        const METHOD: &str = "CancelTask";
+        let message = pb::CancelTaskRequest {
+            tenant: self.tenant(),
+            id: task_id.to_owned(),
+            metadata: None,
+        };
+        let reply = call!(self, METHOD, cancel_task, self.request(message))?;
+        to_model(METHOD, &reply)
+    }
+
+    async fn create_push_config(
+        &self,
+        config: &TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, CallError> {
+        const METHOD: &str = "CreateTaskPushNotificationConfig";
+        let mut message: pb::TaskPushNotificationConfig = to_proto(METHOD, config)?;
+        self.set_tenant(&mut message.tenant);
+        let reply = call!(
+            self,
+            METHOD,
+            create_task_push_notification_config,
+            self.request(message)
+        )?;
+        to_model(METHOD, &reply)
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<TaskPushNotificationConfig, CallError> {
+        const METHOD: &str = "GetTaskPushNotificationConfig";
+        let message = pb::GetTaskPushNotificationConfigRequest {
+            tenant: self.tenant(),
+            task_id: task_id.to_owned(),
+            id: config_id.to_owned(),
+        };
+        let reply = call!(
+            self,
+            METHOD,
+            get_task_push_notification_config,
+            self.request(message)
+        )?;
+        to_model(METHOD, &reply)
+    }
+
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<TaskPushNotificationConfig>, CallError> {
+        const METHOD: &str = "ListTaskPushNotificationConfigs";
+        let mut configs = Vec::new();
+        let mut page_token = String::new();
+        for _ in 0..MAX_PAGES {
+            let message = pb::ListTaskPushNotificationConfigsRequest {
+                tenant: self.tenant(),
+                task_id: task_id.to_owned(),
+                page_size: 0,
+                page_token: page_token.clone(),
+            };
+            let reply = call!(
+                self,
+                METHOD,
+                list_task_push_notification_configs,
+                self.request(message)
+            )?;
+            for config in &reply.configs {
+                configs.push(to_model(METHOD, config)?);
+            }
+            if reply.next_page_token.is_empty() || reply.next_page_token == page_token {
+                return Ok(configs);
+            }
+            page_token = reply.next_page_token;
+        }
+        Err(CallError::Transport(format!(
+            "{METHOD}: more than {MAX_PAGES} pages of push configs"
+        )))
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), CallError> {
+        const METHOD: &str = "DeleteTaskPushNotificationConfig";
+        let message = pb::DeleteTaskPushNotificationConfigRequest {
+            tenant: self.tenant(),
+            task_id: task_id.to_owned(),
+            id: config_id.to_owned(),
+        };
+        call!(
+            self,
+            METHOD,
+            delete_task_push_notification_config,
+            self.request(message)
+        )
+        .map(drop)
+    }
+}
+
+/// The endpoint of a card's `host:port` (or `http://host:port`).
+fn endpoint(url: &str) -> Result<Endpoint, CallError> {
+    let address = url.trim().trim_end_matches('/');
+    let address = match address.split_once("://") {
+        None => address,
+        Some(("http" | "grpc", rest)) => rest,
+        Some(("https" | "grpcs", _)) => {
+            return Err(CallError::Transport(format!(
+                "{url}: gRPC over TLS is not built into this client (tonic's TLS features \
+                 are off); call the agent's JSON-RPC or HTTP+JSON interface over HTTPS"
+            )));
+        }
+        Some((scheme, _)) => {
+            return Err(CallError::Transport(format!(
+                "{url}: a gRPC address is host:port, not a {scheme}:// URL"
+            )));
+        }
+    };
+    Endpoint::from_shared(format!("http://{address}"))
+        .map(|endpoint| endpoint.connect_timeout(CONNECT_TIMEOUT))
+        .map_err(|e| CallError::Transport(format!("{url} is no gRPC address: {e}")))
+}
+
+/// `a2a-version` and the credentials, as metadata.
+fn metadata(placement: &Placement) -> Result<MetadataMap, CallError> {
+    let mut metadata = MetadataMap::new();
+    metadata.insert("a2a-version", MetadataValue::from_static("1.0"));
+    for (name, value) in placement.query.iter() {
+        let key = MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
+            CallError::Transport(format!("{name:?} cannot be sent as gRPC metadata"))
+        })?;
+        let mut value = MetadataValue::try_from(value.as_str()).map_err(|_| {
+            CallError::Transport(format!(
+                "the value of {name} cannot be sent as gRPC metadata"
+            ))
+        })?;
+        value.set_sensitive(true);
+        metadata.append(key, value);
+    }
+    Ok(metadata)
+}
+
+/// The failure a status stands for: the server's A2A error, or the call not getting
+/// through.
+fn refused(method: &str, url: &str, status: &tonic::Status) -> CallError {
+    match refusal::error_of(status) {
+        Some(error) => CallError::A2A(error),
+        None => CallError::Transport(format!(
+            "{method} to {url}: {:?}: {}",
+            status.code(),
+            status.message()
+        )),
+    }
+}
+
+/// A model value as a request message. Unset options go (ProtoJSON leaves them out, and
+/// a proto string field takes no null).
+fn to_proto<T: Serialize, M: DeserializeOwned>(method: &str, value: &T) -> Result<M, CallError> {
+    let mut json =
+        serde_json::to_value(value).map_err(|e| CallError::Transport(format!("{method}: {e}")))?;
+    if let Some(fields) = json.as_object_mut() {
+        fields.retain(|_, value| !value.is_null());
+    }
+    convert::from_json(json).map_err(|e| CallError::Transport(format!("{method}: {}", e.message)))
+}
+
+/// A reply message in the model.
+fn to_model<M: Serialize, T: DeserializeOwned>(method: &str, message: &M) -> Result<T, CallError> {
+    convert::to_model(message).map_err(|e: A2AError| {
+        CallError::Transport(format!("{method}: an unreadable result: {}", e.message))
+    })
+}
+
+/// The seq a Switchboard server tags a task event with under the resume extension.
+fn seq_of(event: &StreamResponse) -> Option<String> {
+    let metadata = match event {
+        StreamResponse::Task(task) => &task.metadata,
+        StreamResponse::StatusUpdate(update) => &update.metadata,
+        StreamResponse::ArtifactUpdate(update) => &update.metadata,
+        StreamResponse::Message(_) => return None,
+    };
+    let seq = metadata.as_ref()?.get(RESUME_EXTENSION)?.get("seq")?;
+    seq.as_u64().map(|seq| seq.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chosen(url: &str, version: &str) -> Chosen {
+        Chosen {
+            binding: Binding::Grpc,
+            version: version.into(),
+            url: url.into(),
+            tenant: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn addresses_and_versions_are_checked_up_front() {
+        let new = |url: &str, version: &str| {
+            GrpcTransport::new(
+                reqwest::Client::new(),
+                &chosen(url, version),
+                Placement::default(),
+            )
+        };
+        assert!(new("127.0.0.1:1", "1.0").is_ok());
+        assert!(new("http://127.0.0.1:1/", "1.0").is_ok());
+        let refused = |url: &str, version: &str| match new(url, version) {
+            Err(CallError::Transport(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(refused("127.0.0.1:1", "0.3").contains("A2A 0.3 gRPC is not spoken"));
+        assert!(refused("https://h:443", "1.0").contains("TLS"));
+        assert!(refused("ftp://h:1", "1.0").contains("host:port"));
+    }
+
+    #[test]
+    fn credentials_go_as_lowercase_metadata_and_stay_out_of_debug() -> Result<(), CallError> {
+        let placement = Placement {
+            headers: vec![("Authorization".into(), "Bearer s3cr3t".into())],
+            query: vec![("api_key".into(), "k".into())],
+        };
+        let metadata = metadata(&placement)?;
+        let has = |name: &str, value: &str| metadata.get(name).is_some_and(|v| v == value);
+        assert!(has("authorization", "Bearer s3cr3t"));
+        assert!(has("api_key", "k"));
+        assert!(has("a2a-version", "1.0"));
+        assert!(!format!("{metadata:?}").contains("s3cr3t"));
+        let bad = Placement {
+            headers: vec![("bad header".into(), "x".into())],
+            query: Vec::new(),
+        };
+        assert!(super::metadata(&bad).is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,344 @@
+//! Bridged agents (`kind = "a2a"`) against a real upstream: another Switchboard serving
+//! the `bench` agent (echo, `hold`, `tick`), both as processes. What the bridge must do:
+//! serve the upstream's card as its own, drive upstream tasks to their end (streamed),
+//! forward cancels, fail a silent upstream, reject when the upstream is away, follow a
+//! task again after kill -9 with each upstream event mirrored once, and follow the
+//! upstream card's drift.
+
+#![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness
+
+#[path = "support/process.rs"]
+mod process;
+
+use std::process::Child;
+use std::time::Duration;
+
+use process::{free_port, serve};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "bridge-admin-token-0123456789";
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The upstream: Switchboard serving `bench`, its registry writable with [`ADMIN`].
+async fn upstream() -> (Running, String) {
+    let port = free_port();
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/switchboard.toml");
+    let child = serve(
+        port,
+        &["--memory", "--config", config, "--admin-token", ADMIN],
+    )
+    .await;
+    (Running(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// The bridge's configuration: `bridged` fronting `url`, with `upstream` settings.
+fn bridge_config(dir: &tempfile::TempDir, url: &str, upstream: &str) -> String {
+    let path = dir.path().join("bridge.toml");
+    let toml = format!(
+        "default_agent = \"bridged\"\n[[agents]]\nname = \"bridged\"\nkind = \"a2a\"\nurl = \"{url}\"\n[agents.upstream]\n{upstream}\n"
+    );
+    std::fs::write(&path, toml).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+async fn bridge(port: u16, config: &str, data: &tempfile::TempDir) -> Running {
+    let data = data.path().to_string_lossy().into_owned();
+    Running(serve(port, &["--config", config, "--data-dir", &data]).await)
+}
+
+async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    reqwest::Client::new()
+        .post(format!("{base}/agents/bridged/a2a"))
+        .header("A2A-Version", "1.0")
+        .timeout(Duration::from_secs(30))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn message(text: &str, id: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+async fn send(base: &str, text: &str, id: &str, blocking: bool) -> Value {
+    let params =
+        json!({"message": message(text, id), "configuration": {"returnImmediately": !blocking}});
+    let reply = rpc(base, "SendMessage", params).await;
+    reply["result"]["task"].clone()
+}
+
+async fn get(base: &str, id: &str) -> Value {
+    rpc(base, "GetTask", json!({"id": id})).await["result"].clone()
+}
+
+/// The task once its state is `state` (at most `secs` seconds).
+async fn until_state(base: &str, id: &str, state: &str, secs: u64) -> Value {
+    for _ in 0..secs * 10 {
+        let task = get(base, id).await;
+        if task["status"]["state"] == state {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {id} never reached {state}: {}", get(base, id).await);
+}
+
+fn texts(task: &Value) -> Vec<String> {
+    task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["parts"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
+    let (_upstream, up) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = bridge_config(
+        &dir,
+        &format!("{up}/agents/bench"),
+        "stall_timeout_secs = 2",
+    );
+    let port = free_port();
+    let _bridge = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+
+    // The card is the upstream's description and skills, with Switchboard's interfaces.
+    let upstream_card: Value =
+        reqwest::get(format!("{up}/agents/bench/.well-known/agent-card.json"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let card: Value = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["description"], upstream_card["description"], "{card}");
+    assert_eq!(card["skills"], upstream_card["skills"], "{card}");
+    assert!(
+        card["supportedInterfaces"][0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&base),
+        "{card}"
+    );
+
+    // A blocking send: the upstream task's artifact and status, and the link.
+    let task = send(&base, "hello upstream", "m-echo", true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "hello upstream",
+        "{task}"
+    );
+    let link = &task["metadata"]["switchboard.bridge"];
+    let upstream_id = link["upstreamTaskId"].as_str().unwrap();
+    assert_eq!(link["outcome"], "completed", "{link}");
+    assert_eq!(link["cardHash"].as_str().unwrap().len(), 64, "{link}");
+    let upstream_task = reqwest::Client::new()
+        .post(format!("{up}/agents/bench"))
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": upstream_id}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        upstream_task["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{upstream_task}"
+    );
+
+    // Progress mirrored in order: every tick once.
+    let task = send(&base, "tick 5 50 0", "m-tick", true).await;
+    let said = texts(
+        &until_state(
+            &base,
+            task["id"].as_str().unwrap(),
+            "TASK_STATE_COMPLETED",
+            10,
+        )
+        .await,
+    );
+    assert_eq!(said.len(), 6, "{said:?}");
+    assert!(said[1..].iter().all(|t| t.starts_with("t=")), "{said:?}");
+
+    // A cancel here cancels upstream.
+    let held = send(&base, "hold", "m-hold", false).await;
+    let held_id = held["id"].as_str().unwrap();
+    let working = until_state(&base, held_id, "TASK_STATE_WORKING", 10).await;
+    let held_upstream = working["metadata"]["switchboard.bridge"]["upstreamTaskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let canceled = rpc(&base, "CancelTask", json!({"id": held_id})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let mut upstream_state = Value::Null;
+    for _ in 0..50 {
+        let read = reqwest::Client::new()
+            .post(format!("{up}/agents/bench"))
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": held_upstream}}))
+            .send().await.unwrap().json::<Value>().await.unwrap();
+        upstream_state = read["result"]["status"]["state"].clone();
+        if upstream_state == "TASK_STATE_CANCELED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(upstream_state, "TASK_STATE_CANCELED");
+
+    // An upstream silent past the stall timeout: canceled there, failed here.
+    let silent = send(&base, "hold", "m-silent", false).await;
+    let failed = until_state(
+        &base,
+        silent["id"].as_str().unwrap(),
+        "TASK_STATE_FAILED",
+        15,
+    )
+    .await;
+    let reason = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("no news"), "{reason}");
+}
+
+#[tokio::test]
+async fn an_upstream_that_is_away_gets_messages_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let away = format!("http://127.0.0.1:{}", free_port());
+    let config = bridge_config(&dir, &away, "call_timeout_secs = 2");
+    let port = free_port();
+    let _bridge = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let task = send(&base, "anyone?", "m-away", true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{task}");
+    let reason = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("a retry may help"), "{reason}");
+    // The registry entry says why the card is not in use.
+    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        entry["upstream"]["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("cannot reach")),
+        "{entry}"
+    );
+}
+
+#[tokio::test]
+async fn after_kill_9_a_bridged_task_is_followed_again_and_each_event_mirrored_once() {
+    let (_upstream, up) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = bridge_config(&dir, &format!("{up}/agents/bench"), "");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut first = bridge(port, &config, &dir).await;
+    let task = send(&base, "tick 12 250 0", "m-long", false).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    first.0.kill().unwrap(); // SIGKILL
+    first.0.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let _second = bridge(port, &config, &dir).await;
+    let done = until_state(&base, &id, "TASK_STATE_COMPLETED", 20).await;
+    let said = texts(&done);
+    let ticks: Vec<&String> = said.iter().filter(|t| t.starts_with("t=")).collect();
+    assert_eq!(ticks.len(), 12, "every tick, once: {said:?}");
+    let unique: std::collections::BTreeSet<&String> = ticks.iter().copied().collect();
+    assert_eq!(unique.len(), 12, "{said:?}");
+}
+
+#[tokio::test]
+async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
+    let (_upstream, up) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = bridge_config(&dir, &format!("{up}/agents/bench"), "card_refresh_secs = 1");
+    let port = free_port();
+    let _bridge = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let changed = json!({"name": "bench", "kind": "bench", "max_queued": 100000,
+        "description": "The bench agent, redeployed",
+        "skills": [{"id": "bench.v2", "name": "Bench v2", "description": "the new one"}]});
+    let put = reqwest::Client::new()
+        .put(format!("{up}/registry/agents/bench"))
+        .bearer_auth(ADMIN)
+        .json(&changed)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+    let mut card = Value::Null;
+    for _ in 0..50 {
+        card = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if card["description"] == "The bench agent, redeployed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(card["description"], "The bench agent, redeployed", "{card}");
+    assert_eq!(card["skills"][0]["id"], "bench.v2", "{card}");
+    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let last = entry["history"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["source"], "upstream", "{entry}");
+    let note = last["note"].as_str().unwrap();
+    assert!(
+        note.contains("skills added") && note.contains("bench.v2"),
+        "{note}"
+    );
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("switchboard_bridge_card_drift_total{agent=\"bridged\"} 1"),
+        "{metrics}"
+    );
+}
