@@ -79,6 +79,9 @@ bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
 echo "== sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
 cargo test -p sb-client --test sdk_peers --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
+echo "== bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
+cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
 # "N passed, M failed".

@@ -46,9 +46,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most pages of push configs one listing reads.
 const MAX_PAGES: usize = 100;
 
-/// One call of the RPC `$rpc` with `$request`: its reply, or the failure.
+/// One call of the RPC `$rpc` with `$request` (a message, sent with the transport's
+/// metadata, or a `tonic::Request` already made): its reply, or the failure.
 macro_rules! call {
-    ($self:ident, $method:expr, $rpc:ident, $request:expr) => {
+    ($self:ident, $method:expr, $rpc:ident, $message:expr) => {
+        call!($self, $method, $rpc; $self.request($message))
+    };
+    ($self:ident, $method:expr, $rpc:ident; $request:expr) => {
         $self
             .client
             .clone()
@@ -73,6 +77,7 @@ impl GrpcTransport {
     /// credentials `placement` places as metadata (names lowercased). gRPC has no query
     /// string, so a credential placed in one (an API key the card puts in the query) is
     /// sent as metadata under the parameter's name. `_http` is for the HTTP bindings.
+    #[allow(clippy::new_ret_no_self)] // the shape `connect` takes every binding's in
     pub fn new(
         _http: reqwest::Client,
         chosen: &Chosen,
@@ -176,7 +181,7 @@ impl Transport for GrpcTransport {
         const METHOD: &str = "SendMessage";
         let mut message: pb::SendMessageRequest = to_proto(METHOD, request)?;
         self.set_tenant(&mut message.tenant);
-        let reply = call!(self, METHOD, send_message, self.request(message))?;
+        let reply = call!(self, METHOD, send_message, message)?;
         to_model(METHOD, &reply)
     }
 
@@ -185,8 +190,10 @@ impl Transport for GrpcTransport {
         let mut message: pb::SendMessageRequest = to_proto(METHOD, request)?;
         self.set_tenant(&mut message.tenant);
         let request = self.stream_request(message, None)?;
-        let events = call!(self, METHOD, send_streaming_message, request)?;
-        Ok(self.events(METHOD, events))
+        Ok(self.events(
+            METHOD,
+            call!(self, METHOD, send_streaming_message; request)?,
+        ))
     }
 
     async fn subscribe(
@@ -200,8 +207,7 @@ impl Transport for GrpcTransport {
             id: task_id.to_owned(),
         };
         let request = self.stream_request(message, last_event_id)?;
-        let events = call!(self, METHOD, subscribe_to_task, request)?;
-        Ok(self.events(METHOD, events))
+        Ok(self.events(METHOD, call!(self, METHOD, subscribe_to_task; request)?))
     }
 
     async fn get_task(
@@ -215,7 +221,7 @@ impl Transport for GrpcTransport {
             id: task_id.to_owned(),
             history_length,
         };
-        let reply = call!(self, METHOD, get_task, self.request(message))?;
+        let reply = call!(self, METHOD, get_task, message)?;
         to_model(METHOD, &reply)
     }
 
@@ -223,7 +229,7 @@ impl Transport for GrpcTransport {
         const METHOD: &str = "ListTasks";
         let mut message: pb::ListTasksRequest = to_proto(METHOD, request)?;
         self.set_tenant(&mut message.tenant);
-        let reply = call!(self, METHOD, list_tasks, self.request(message))?;
+        let reply = call!(self, METHOD, list_tasks, message)?;
         // By hand: ProtoJSON leaves out the empty token and zero sizes the model requires.
         Ok(ListTasksResponse {
             tasks: reply
@@ -244,7 +250,7 @@ impl Transport for GrpcTransport {
             id: task_id.to_owned(),
             metadata: None,
         };
-        let reply = call!(self, METHOD, cancel_task, self.request(message))?;
+        let reply = call!(self, METHOD, cancel_task, message)?;
         to_model(METHOD, &reply)
     }
 
@@ -255,12 +261,7 @@ impl Transport for GrpcTransport {
         const METHOD: &str = "CreateTaskPushNotificationConfig";
         let mut message: pb::TaskPushNotificationConfig = to_proto(METHOD, config)?;
         self.set_tenant(&mut message.tenant);
-        let reply = call!(
-            self,
-            METHOD,
-            create_task_push_notification_config,
-            self.request(message)
-        )?;
+        let reply = call!(self, METHOD, create_task_push_notification_config, message)?;
         to_model(METHOD, &reply)
     }
 
@@ -275,12 +276,7 @@ impl Transport for GrpcTransport {
             task_id: task_id.to_owned(),
             id: config_id.to_owned(),
         };
-        let reply = call!(
-            self,
-            METHOD,
-            get_task_push_notification_config,
-            self.request(message)
-        )?;
+        let reply = call!(self, METHOD, get_task_push_notification_config, message)?;
         to_model(METHOD, &reply)
     }
 
@@ -298,12 +294,7 @@ impl Transport for GrpcTransport {
                 page_size: 0,
                 page_token: page_token.clone(),
             };
-            let reply = call!(
-                self,
-                METHOD,
-                list_task_push_notification_configs,
-                self.request(message)
-            )?;
+            let reply = call!(self, METHOD, list_task_push_notification_configs, message)?;
             for config in &reply.configs {
                 configs.push(to_model(METHOD, config)?);
             }
@@ -324,13 +315,7 @@ impl Transport for GrpcTransport {
             task_id: task_id.to_owned(),
             id: config_id.to_owned(),
         };
-        call!(
-            self,
-            METHOD,
-            delete_task_push_notification_config,
-            self.request(message)
-        )
-        .map(drop)
+        call!(self, METHOD, delete_task_push_notification_config, message).map(drop)
     }
 }
 
@@ -361,7 +346,7 @@ fn endpoint(url: &str) -> Result<Endpoint, CallError> {
 fn metadata(placement: &Placement) -> Result<MetadataMap, CallError> {
     let mut metadata = MetadataMap::new();
     metadata.insert("a2a-version", MetadataValue::from_static("1.0"));
-    for (name, value) in placement.query.iter() {
+    for (name, value) in placement.headers.iter().chain(&placement.query) {
         let key = MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
             CallError::Transport(format!("{name:?} cannot be sent as gRPC metadata"))
         })?;

@@ -296,6 +296,30 @@ mod tests {
     }
 
     #[test]
+    fn an_annotation_merges_metadata_keeps_the_status_and_is_refused_once_ended() {
+        let mut record = record(InputRequired);
+        let origin = EventOrigin::current(&record.task.id);
+        let entry = |key: &str, value: i64| {
+            let mut metadata = Metadata::new();
+            metadata.insert(key.into(), serde_json::json!(value));
+            TaskUpdate::Annotate { metadata }
+        };
+        apply_in_place(&mut record, entry("a", 1), Utc::now(), &origin).unwrap();
+        let event = apply_in_place(&mut record, entry("b", 2), Utc::now(), &origin).unwrap();
+        let metadata = record.task.metadata.clone().unwrap();
+        assert_eq!((metadata["a"].clone(), metadata["b"].clone()), (1.into(), 2.into()));
+        assert_eq!(record.state(), InputRequired, "the status stays");
+        let StreamResponse::StatusUpdate(update) = &*event.event else {
+            panic!("a status event");
+        };
+        assert_eq!(update.status.state, InputRequired);
+        assert_eq!(update.metadata.as_ref().unwrap()["b"], 2);
+        let mut ended = self::record(Completed);
+        let refused = apply_in_place(&mut ended, entry("c", 3), Utc::now(), &origin).unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
+    }
+
+    #[test]
     fn a_change_drops_the_json_made_for_the_state_before() {
         let mut record = record(InputRequired);
         record.to_stored_json().unwrap();

@@ -342,3 +342,92 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
         "{metrics}"
     );
 }
+
+/// `bench/peers/run-{name}.sh` (an official SDK server running the bench agent's
+/// contract) on a free port, once its card answers.
+async fn sdk_peer(name: &str) -> (Running, String) {
+    let port = free_port();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/peers");
+    let child = std::process::Command::new("bash")
+        .arg(format!("{script}/run-{name}.sh"))
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Running(child);
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..300 {
+        if reqwest::get(format!("{base}/.well-known/agent-card.json"))
+            .await
+            .is_ok()
+        {
+            return (peer, base);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the {name} peer did not answer (run bench/peers/setup.sh first)");
+}
+
+async fn bridges_an_sdk_server(name: &str) {
+    let (_peer, up) = sdk_peer(name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = bridge_config(&dir, &up, "");
+    let port = free_port();
+    let _bridge = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let card: Value = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        card["description"]
+            .as_str()
+            .unwrap()
+            .contains("Benchmark peer"),
+        "{name}: {card}"
+    );
+
+    let task = send(&base, "hello sdk", "m-sdk-echo", true).await;
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{name}: {task}"
+    );
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "hello sdk",
+        "{name}: {task}"
+    );
+
+    let task = send(&base, "tick 4 50 0", "m-sdk-tick", false).await;
+    let done = until_state(
+        &base,
+        task["id"].as_str().unwrap(),
+        "TASK_STATE_COMPLETED",
+        15,
+    )
+    .await;
+    let ticks = texts(&done).iter().filter(|t| t.starts_with("t=")).count();
+    assert_eq!(ticks, 4, "{name}: {done}");
+
+    let held = send(&base, "hold", "m-sdk-hold", false).await;
+    let held_id = held["id"].as_str().unwrap();
+    until_state(&base, held_id, "TASK_STATE_WORKING", 10).await;
+    let canceled = rpc(&base, "CancelTask", json!({"id": held_id})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{name}: {canceled}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
+async fn the_python_sdk_server_is_bridged() {
+    bridges_an_sdk_server("python").await;
+}
+
+#[tokio::test]
+#[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
+async fn the_js_sdk_server_is_bridged() {
+    bridges_an_sdk_server("js").await;
+}
