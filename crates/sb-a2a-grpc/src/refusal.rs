@@ -89,7 +89,10 @@ mod tests {
         let not_found = error_of(&tonic::Status::not_found("no such task")).unwrap();
         assert_eq!(not_found.kind, ErrorKind::TaskNotFound);
         assert_eq!(not_found.message, "no such task");
-        assert_eq!(error_of(&tonic::Status::unavailable("tcp connect error")), None);
+        assert_eq!(
+            error_of(&tonic::Status::unavailable("tcp connect error")),
+            None
+        );
         let not_grpc = tonic::Status::unimplemented(
             "grpc-status header missing, mapped from HTTP status code 404",
         );
