@@ -307,7 +307,10 @@ mod tests {
         apply_in_place(&mut record, entry("a", 1), Utc::now(), &origin).unwrap();
         let event = apply_in_place(&mut record, entry("b", 2), Utc::now(), &origin).unwrap();
         let metadata = record.task.metadata.clone().unwrap();
-        assert_eq!((metadata["a"].clone(), metadata["b"].clone()), (1.into(), 2.into()));
+        assert_eq!(
+            (metadata["a"].clone(), metadata["b"].clone()),
+            (1.into(), 2.into())
+        );
         assert_eq!(record.state(), InputRequired, "the status stays");
         let StreamResponse::StatusUpdate(update) = &*event.event else {
             panic!("a status event");
