@@ -18,11 +18,7 @@ use crate::status::DOMAIN;
 pub fn error_of(status: &tonic::Status) -> Option<A2AError> {
     let details = status.get_error_details();
     let info = details.error_info().filter(|info| info.domain == DOMAIN);
-    let named = info.and_then(|info| {
-        ErrorKind::ALL
-            .into_iter()
-            .find(|kind| kind.reason() == info.reason)
-    });
+    let named = info.and_then(|info| ErrorKind::from_reason(&info.reason));
     let kind = match named {
         Some(kind) => kind,
         None => kind_of_code(status)?,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use sb_registry::{AgentDefinition, AgentKind, CardRegistry, LocalRegistry, UpstreamCard};
+use sb_registry::{AgentDefinition, AgentKind, CardRegistry, Fleet, LocalRegistry, UpstreamCard};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -75,12 +75,17 @@ pub async fn refresh_once(
 /// process does before it serves, so a bridged agent's first card is its upstream's.
 pub async fn refresh_all(registry: &LocalRegistry, http: &reqwest::Client, on_drift: &OnDrift) {
     let fleet = registry.live().fleet();
-    let bridged = fleet
+    let refreshes = bridged(&fleet).map(|d| refresh_once(registry, http, d, on_drift));
+    futures::future::join_all(refreshes).await;
+}
+
+/// The definitions of the fleet's bridged agents.
+fn bridged(fleet: &Fleet) -> impl Iterator<Item = &AgentDefinition> {
+    fleet
         .agents
         .values()
         .map(|a| &a.registration.definition)
-        .filter(|d| d.kind == AgentKind::A2a);
-    futures::future::join_all(bridged.map(|d| refresh_once(registry, http, d, on_drift))).await;
+        .filter(|d| d.kind == AgentKind::A2a)
 }
 
 /// Refreshes every bridged agent's upstream card on its interval until `stop`, picking
@@ -96,12 +101,7 @@ pub fn spawn_refresher(
         let mut refreshers: BTreeMap<String, (AgentDefinition, CancellationToken)> =
             BTreeMap::new();
         loop {
-            let bridged: BTreeMap<String, AgentDefinition> = fleet
-                .borrow_and_update()
-                .agents
-                .values()
-                .map(|a| &a.registration.definition)
-                .filter(|d| d.kind == AgentKind::A2a)
+            let bridged: BTreeMap<String, AgentDefinition> = bridged(&fleet.borrow_and_update())
                 .map(|d| (d.name.clone(), d.clone()))
                 .collect();
             refreshers.retain(|name, (definition, token)| {

@@ -31,7 +31,6 @@ pub struct Mirror {
     started: Instant,
     reporter: Reporter,
     state: TaskState,
-    status_message: Option<String>,
     /// Ids of the messages the task holds (history and status).
     messages: BTreeSet<String>,
     artifacts: BTreeMap<String, Vec<Part>>,
@@ -45,7 +44,6 @@ impl Mirror {
             started: Instant::now(),
             reporter,
             state: task.status.state,
-            status_message: task.status.message.as_ref().map(|m| m.message_id.clone()),
             messages: task
                 .history
                 .iter()
@@ -132,7 +130,6 @@ impl Mirror {
             if let Some(id) = &message_id {
                 self.messages.insert(id.clone());
             }
-            self.status_message = message_id;
         }
         Ok(match settles {
             true => Mirrored::Settled(state),

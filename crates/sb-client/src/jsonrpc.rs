@@ -79,7 +79,7 @@ impl JsonRpcTransport {
             .request(method, params)
             .send()
             .await
-            .map_err(|e| unreachable(method, &self.chosen.url, &e))?;
+            .map_err(|e| CallError::unreachable(method, &self.chosen.url, &e))?;
         let status = response.status();
         let reply: Value = response.json().await.map_err(|e| {
             CallError::Transport(format!(
@@ -106,7 +106,7 @@ impl JsonRpcTransport {
         let response = request
             .send()
             .await
-            .map_err(|e| unreachable(method, &self.chosen.url, &e))?;
+            .map_err(|e| CallError::unreachable(method, &self.chosen.url, &e))?;
         if !sse::is_event_stream(&response) {
             let status = response.status();
             let reply: Value = response.json().await.map_err(|e| {
@@ -126,7 +126,7 @@ impl JsonRpcTransport {
             let result = match generation {
                 Generation::V1 => result,
                 Generation::V03 => v03::stream_event_from_v03(result, Dialect03::KindJson)
-                    .map_err(|e| unreadable(&method, e))?,
+                    .map_err(|e| CallError::unreadable(&method, e))?,
             };
             read::<StreamResponse>(&method, result)
         }))
@@ -158,7 +158,7 @@ impl JsonRpcTransport {
         let result = match self.generation {
             Generation::V1 => result,
             Generation::V03 => v03::task_from_v03(result, Dialect03::KindJson)
-                .map_err(|e| unreadable(method, e))?,
+                .map_err(|e| CallError::unreadable(method, e))?,
         };
         read(method, result)
     }
@@ -171,7 +171,7 @@ impl JsonRpcTransport {
         let result = match self.generation {
             Generation::V1 => result,
             Generation::V03 => {
-                v03::push_config_from_v03(result).map_err(|e| unreadable(method, e))?
+                v03::push_config_from_v03(result).map_err(|e| CallError::unreadable(method, e))?
             }
         };
         read(method, result)
@@ -190,7 +190,7 @@ impl Transport for JsonRpcTransport {
         let result = match self.generation {
             Generation::V1 => result,
             Generation::V03 => v03::message_or_task_from_v03(result, Dialect03::KindJson)
-                .map_err(|e| unreadable(method, e))?,
+                .map_err(|e| CallError::unreadable(method, e))?,
         };
         read(method, result)
     }
@@ -298,7 +298,7 @@ impl Transport for JsonRpcTransport {
             (Generation::V03, result) => result,
         };
         let Value::Array(configs) = configs else {
-            return Err(unreadable(method, "the configs are not a list".into()));
+            return Err(CallError::unreadable(method, "the configs are not a list"));
         };
         configs
             .into_iter()
@@ -321,16 +321,8 @@ impl Transport for JsonRpcTransport {
     }
 }
 
-fn unreachable(method: &str, url: &str, error: &reqwest::Error) -> CallError {
-    CallError::Transport(format!("{method} to {url}: {error}"))
-}
-
-fn unreadable(method: &str, reason: String) -> CallError {
-    CallError::Transport(format!("{method}: an unreadable result: {reason}"))
-}
-
 fn read<T: DeserializeOwned>(method: &str, result: Value) -> Result<T, CallError> {
-    serde_json::from_value(result).map_err(|e| unreadable(method, e.to_string()))
+    serde_json::from_value(result).map_err(|e| CallError::unreadable(method, e.to_string()))
 }
 
 /// The result of a JSON-RPC answer, or the A2A error it carries.

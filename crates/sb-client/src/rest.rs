@@ -91,7 +91,7 @@ impl RestTransport {
     ) -> Result<Value, CallError> {
         let (request, url) = self.request(method, path, body, false)?;
         let sent = request.query(query).send().await;
-        let response = sent.map_err(|e| unreachable(name, &url, &e))?;
+        let response = sent.map_err(|e| CallError::unreachable(name, &url, &e))?;
         answer(name, response, path.len() > 1).await
     }
 
@@ -144,7 +144,7 @@ impl RestTransport {
                 .header(extensions, sb_protocol::card::RESUME_EXTENSION);
         }
         let sent = request.send().await;
-        let response = sent.map_err(|e| unreachable(name, &url, &e))?;
+        let response = sent.map_err(|e| CallError::unreachable(name, &url, &e))?;
         if !sse::is_event_stream(&response) {
             let reply = answer(name, response, path.len() > 1).await?;
             return Err(match error_in(&reply) {
@@ -321,7 +321,7 @@ impl Transport for RestTransport {
             other => other,
         };
         let Value::Array(configs) = configs else {
-            return Err(unreadable(name, "the configs are not a list".into()));
+            return Err(CallError::unreadable(name, "the configs are not a list"));
         };
         configs
             .into_iter()
@@ -339,14 +339,6 @@ impl Transport for RestTransport {
     }
 }
 
-fn unreachable(name: &str, url: &Url, error: &reqwest::Error) -> CallError {
-    CallError::Transport(format!("{name} to {url}: {error}"))
-}
-
-fn unreadable(name: &str, reason: String) -> CallError {
-    CallError::Transport(format!("{name}: an unreadable result: {reason}"))
-}
-
 /// `result` read as a `T`, from 0.3 into the 1.0 shape by `from_v03` first.
 fn read_in<T: DeserializeOwned>(
     generation: Generation,
@@ -357,10 +349,10 @@ fn read_in<T: DeserializeOwned>(
     let result = match generation {
         Generation::V1 => result,
         Generation::V03 => {
-            from_v03(result, Dialect03::ProtoJson).map_err(|e| unreadable(name, e))?
+            from_v03(result, Dialect03::ProtoJson).map_err(|e| CallError::unreadable(name, e))?
         }
     };
-    serde_json::from_value(result).map_err(|e| unreadable(name, e.to_string()))
+    serde_json::from_value(result).map_err(|e| CallError::unreadable(name, e.to_string()))
 }
 
 fn push_config_from_v03(config: Value, _: Dialect03) -> Result<Value, String> {
@@ -426,7 +418,7 @@ fn error_of(status: Option<StatusCode>, body: &Value, on_task: bool) -> A2AError
     let by_reason = info
         .and_then(|i| i.get("reason"))
         .and_then(Value::as_str)
-        .and_then(|reason| ErrorKind::ALL.into_iter().find(|k| k.reason() == reason));
+        .and_then(ErrorKind::from_reason);
     let by_code = || {
         let code = error.get("a2aCode").or_else(|| error.get("code"));
         code.and_then(Value::as_i64)

@@ -26,6 +26,20 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// A call that did not get through to `url`.
+    pub fn unreachable(
+        call: &str,
+        url: impl std::fmt::Display,
+        error: &reqwest::Error,
+    ) -> CallError {
+        CallError::Transport(format!("{call} to {url}: {error}"))
+    }
+
+    /// An answer that is not what the call returns.
+    pub fn unreadable(call: &str, reason: impl std::fmt::Display) -> CallError {
+        CallError::Transport(format!("{call}: an unreadable result: {reason}"))
+    }
+
     /// Whether the server refused the call itself (an A2A error), as opposed to the call
     /// not getting through.
     pub fn is_refusal(&self) -> bool {

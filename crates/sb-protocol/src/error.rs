@@ -62,6 +62,12 @@ impl ErrorKind {
             .find(|kind| kind.jsonrpc_code() == code)
     }
 
+    /// The kind a `google.rpc.ErrorInfo` reason names (a client reading a gRPC status or
+    /// an HTTP+JSON error body), from the same table [`ErrorKind::reason`] writes with.
+    pub fn from_reason(reason: &str) -> Option<ErrorKind> {
+        Self::ALL.into_iter().find(|kind| kind.reason() == reason)
+    }
+
     pub fn jsonrpc_code(self) -> i64 {
         match self {
             Self::ParseError => -32700,

@@ -70,8 +70,7 @@ impl LocalRegistry {
         for definition in configured {
             let upstream = registrations
                 .get(&definition.name)
-                .filter(|r| r.definition.url == definition.url)
-                .and_then(|r| r.upstream.as_ref());
+                .and_then(|r| r.upstream_for(definition));
             let version = maker.describe(definition, upstream)?.version;
             let next = match registrations.get(&definition.name) {
                 None => Some(Registration::new(
@@ -215,8 +214,7 @@ impl RegistryService for LocalRegistry {
         let mut registrations = self.registrations.lock().await;
         let upstream = registrations
             .get(&name)
-            .filter(|r| r.definition.url == definition.url)
-            .and_then(|r| r.upstream.as_ref());
+            .and_then(|r| r.upstream_for(&definition));
         let version = self.maker.describe(&definition, upstream)?.version;
         let created = registrations
             .get(&name)

@@ -87,6 +87,14 @@ impl Registration {
         &self.definition.name
     }
 
+    /// The upstream card that still holds for `definition`: what was fetched from one
+    /// upstream says nothing of another.
+    pub fn upstream_for(&self, definition: &AgentDefinition) -> Option<&UpstreamCard> {
+        self.upstream
+            .as_ref()
+            .filter(|_| definition.url == self.definition.url)
+    }
+
     /// The card version in effect.
     pub fn version(&self) -> &str {
         self.history.last().map_or("", |v| v.version.as_str())
@@ -108,11 +116,7 @@ impl Registration {
             return None;
         }
         let now = Utc::now();
-        // What was fetched from one upstream says nothing of another.
-        let upstream = match definition.url == self.definition.url {
-            true => self.upstream.clone(),
-            false => None,
-        };
+        let upstream = self.upstream_for(&definition).cloned();
         let mut next = Registration {
             definition,
             source,

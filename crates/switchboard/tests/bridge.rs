@@ -54,10 +54,20 @@ async fn bridge(port: u16, config: &str, data: &tempfile::TempDir) -> Running {
     Running(serve(port, &["--config", config, "--data-dir", &data]).await)
 }
 
+/// The bridged agent's JSON-RPC endpoint on the bridge at `base`.
+fn bridged(base: &str) -> String {
+    format!("{base}/agents/bridged/a2a")
+}
+
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    rpc_at(&bridged(base), method, params).await
+}
+
+/// A JSON-RPC 1.0 call to the agent endpoint `url`.
+async fn rpc_at(url: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     reqwest::Client::new()
-        .post(format!("{base}/agents/bridged/a2a"))
+        .post(url)
         .header("A2A-Version", "1.0")
         .timeout(Duration::from_secs(30))
         .json(&body)
@@ -80,20 +90,25 @@ async fn send(base: &str, text: &str, id: &str, blocking: bool) -> Value {
     reply["result"]["task"].clone()
 }
 
-async fn get(base: &str, id: &str) -> Value {
-    rpc(base, "GetTask", json!({"id": id})).await["result"].clone()
+async fn get(url: &str, id: &str) -> Value {
+    rpc_at(url, "GetTask", json!({"id": id})).await["result"].clone()
 }
 
-/// The task once its state is `state` (at most `secs` seconds).
+/// The bridged agent's task once its state is `state` (at most `secs` seconds).
 async fn until_state(base: &str, id: &str, state: &str, secs: u64) -> Value {
+    until_state_at(&bridged(base), id, state, secs).await
+}
+
+/// The task of the agent at `url` once its state is `state` (at most `secs` seconds).
+async fn until_state_at(url: &str, id: &str, state: &str, secs: u64) -> Value {
     for _ in 0..secs * 10 {
-        let task = get(base, id).await;
+        let task = get(url, id).await;
         if task["status"]["state"] == state {
             return task;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("task {id} never reached {state}: {}", get(base, id).await);
+    panic!("task {id} never reached {state}: {}", get(url, id).await);
 }
 
 fn texts(task: &Value) -> Vec<String> {
@@ -158,20 +173,10 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     let upstream_id = link["upstreamTaskId"].as_str().unwrap();
     assert_eq!(link["outcome"], "completed", "{link}");
     assert_eq!(link["cardHash"].as_str().unwrap().len(), 64, "{link}");
-    let upstream_task = reqwest::Client::new()
-        .post(format!("{up}/agents/bench"))
-        .header("A2A-Version", "1.0")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": upstream_id}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let bench = format!("{up}/agents/bench");
+    let upstream_task = get(&bench, upstream_id).await;
     assert_eq!(
-        upstream_task["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        upstream_task["status"]["state"], "TASK_STATE_COMPLETED",
         "{upstream_task}"
     );
 
@@ -202,20 +207,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
         canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
         "{canceled}"
     );
-    let mut upstream_state = Value::Null;
-    for _ in 0..50 {
-        let read = reqwest::Client::new()
-            .post(format!("{up}/agents/bench"))
-            .header("A2A-Version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": held_upstream}}))
-            .send().await.unwrap().json::<Value>().await.unwrap();
-        upstream_state = read["result"]["status"]["state"].clone();
-        if upstream_state == "TASK_STATE_CANCELED" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(upstream_state, "TASK_STATE_CANCELED");
+    until_state_at(&bench, &held_upstream, "TASK_STATE_CANCELED", 5).await;
 
     // An upstream silent past the stall timeout: canceled there, failed here.
     let silent = send(&base, "hold", "m-silent", false).await;
