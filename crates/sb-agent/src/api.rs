@@ -36,7 +36,27 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
         None
     }
 
+    /// What a first message opens, decided before any task exists: by default a task,
+    /// or the [`Agent::direct_reply`]. An agent that only learns the answer's kind by
+    /// doing work (the bridge asks its upstream) does that work here.
+    async fn open(&self, message: &Message) -> Result<Opening, A2AError> {
+        Ok(match self.direct_reply(message) {
+            Some(reply) => Opening::Reply(reply),
+            None => Opening::Task(None),
+        })
+    }
+
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
+}
+
+/// What a conversation's first message opens ([`Agent::open`]).
+#[derive(Debug)]
+pub enum Opening {
+    /// A task, its turn run next; with metadata the agent adds to the task's (merged over
+    /// the caller's), such as a link to work it already started for this message.
+    Task(Option<Metadata>),
+    /// This message is the answer; no task is made.
+    Reply(Message),
 }
 
 /// The task as an agent's report left it, once durable. Shared, not copied: the store's

@@ -12,6 +12,8 @@ use sb_store::TaskRecord;
 use sb_store::backoff::Backoff;
 use sb_tasks::{NewTask, TaskService};
 
+use crate::api::Opening;
+
 /// Resolves when an agent's turn is over or its task has ended, whichever comes first
 /// (or once that can no longer be known), with the task as it then stood when the runner
 /// has it at hand (`None`: read it from the task service). An error: the turn ended but
@@ -29,8 +31,10 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     fn tasks(&self) -> &dyn TaskService;
     /// Whether `agent` is served here (other names are not found).
     fn serves(&self, agent: &str) -> bool;
-    /// The agent's reply without a task, when it gives one for this message.
-    fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message>;
+    /// What `agent` makes of a conversation's first message before any task exists
+    /// ([`crate::Agent::open`]): a task (the default where the agent's code is not
+    /// here), or a direct reply.
+    async fn open(&self, agent: &str, message: &Message) -> Result<Opening, A2AError>;
     /// Starts (or durably queues) a turn of the task's agent for `message`, and how to
     /// know it is over. Dropping the [`TurnOver`] does not stop the turn.
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError>;
@@ -85,8 +89,11 @@ impl TurnRunner for crate::AgentHost {
         self.roster().serves(agent)
     }
 
-    fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {
-        self.agent(agent)?.direct_reply(message)
+    async fn open(&self, agent: &str, message: &Message) -> Result<Opening, A2AError> {
+        match self.agent(agent) {
+            Some(code) => code.open(message).await,
+            None => Ok(Opening::Task(None)),
+        }
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {

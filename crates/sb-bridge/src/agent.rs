@@ -1,24 +1,24 @@
 //! [`BridgeAgent`]: an [`Agent`] whose work is to drive an upstream A2A task to its end.
-//! Each turn forwards the user message upstream (unless an earlier run of the turn
-//! already did: the [`Link`] on the task says), then follows the upstream task — by
-//! its stream when the upstream streams, else by polling — and mirrors it into the
-//! Switchboard task until it ends or waits for input. A cancel is forwarded upstream;
-//! an upstream silent past the stall timeout, or a task past its budget, is canceled
-//! upstream and failed here.
+//! A conversation's first message is sent upstream before any task exists
+//! ([`Agent::open`]): a message-only reply is the answer, and no task is made; else the
+//! task is created linked to the upstream one. Each turn forwards the user message
+//! upstream (unless it went already: the [`Link`] on the task says), then follows the
+//! upstream task — by its stream when the upstream streams, else by polling — and
+//! mirrors it into the Switchboard task until it ends or waits for input. A cancel is
+//! forwarded upstream; an upstream silent past the stall timeout, or a task past its
+//! budget, is canceled upstream and failed here.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::StreamExt;
-use sb_agent::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext, async_trait};
+use sb_agent::{Agent, AgentDescriptor, AgentError, Opening, Reporter, TaskContext, async_trait};
 use sb_client::follow::{FollowError, FollowSettings, Follower};
-use sb_client::{CallError, EventStream};
 use sb_protocol::card::RESUME_EXTENSION;
-use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use sb_protocol::{Message, SendMessageResponse, StreamResponse, TaskState};
+use sb_protocol::{A2AError, Message, StreamResponse, TaskState};
 use tracing::Instrument;
 
+use crate::forward::{self, Answer, Opened};
 use crate::link::{Link, skill_of};
 use crate::mirror::{Mirror, Mirrored};
 use crate::upstream::{Connection, Upstream};
@@ -27,11 +27,34 @@ use crate::upstream::{Connection, Upstream};
 #[derive(Debug, Clone)]
 pub struct BridgeAgent {
     upstream: Arc<Upstream>,
+    opened: Arc<Opened>,
 }
 
 impl BridgeAgent {
-    pub fn new(upstream: Arc<Upstream>) -> BridgeAgent {
-        BridgeAgent { upstream }
+    /// `runs_turns`: this process runs the agent's turns too (not only opens its
+    /// conversations, as a split deployment's gateway does), so the answers a first
+    /// send got are kept for the turn.
+    pub fn new(upstream: Arc<Upstream>, runs_turns: bool) -> BridgeAgent {
+        let max_age = upstream.call_timeout();
+        BridgeAgent {
+            upstream,
+            opened: Arc::new(Opened::new(runs_turns, max_age)),
+        }
+    }
+
+    /// A link for a new task, from the card in use.
+    fn new_link(&self, connection: Option<&Connection>, message: &Message) -> Link {
+        let card = connection.map(|c| &c.card);
+        Link {
+            agent: card.map(|c| c.found.card.name.clone()).unwrap_or_default(),
+            card_version: card
+                .map(|c| c.found.card.version.clone())
+                .unwrap_or_default(),
+            card_hash: card.map(|c| c.hash.clone()).unwrap_or_default(),
+            skill: skill_of(message.metadata.as_ref()),
+            started_at: Utc::now(),
+            ..Link::default()
+        }
     }
 }
 
@@ -61,6 +84,43 @@ impl Agent for BridgeAgent {
         }
     }
 
+    /// Sends the first message upstream: a message-only reply stays a message; else the
+    /// task is made linked to the upstream task (or to the refusal, which the turn
+    /// turns into a rejection).
+    async fn open(&self, message: &Message) -> Result<Opening, A2AError> {
+        let connection = match self.upstream.connect().await {
+            Ok(connection) => connection,
+            Err(reason) => {
+                let mut link = self.new_link(None, message);
+                link.refused = Some(format!(
+                    "the upstream agent cannot be used: {reason} (a retry may help once it is back)"
+                ));
+                return Ok(Opening::Task(Some(link.entry())));
+            }
+        };
+        let mut link = self.new_link(Some(&connection), message);
+        let timeout = self.upstream.call_timeout();
+        let answer = match forward::send(&connection, message, &link, timeout).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                link.refused = Some(forward::refusal(&error));
+                return Ok(Opening::Task(Some(link.entry())));
+            }
+        };
+        let Some((task_id, context_id)) = answer.upstream_ids() else {
+            let StreamResponse::Message(reply) = answer.event else {
+                return Ok(Opening::Task(None));
+            };
+            tracing::info!(agent = %self.upstream.name, "the upstream answered with a message; no task made");
+            return Ok(Opening::Reply(reply));
+        };
+        link.upstream_task_id = Some(task_id.clone());
+        link.upstream_context_id = Some(context_id);
+        link.forwarded.push(message.message_id.clone());
+        self.opened.keep(&task_id, answer);
+        Ok(Opening::Task(Some(link.entry())))
+    }
+
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
         let span = tracing::info_span!(
             "bridge_call",
@@ -80,25 +140,28 @@ impl Agent for BridgeAgent {
 
 impl BridgeAgent {
     async fn turn(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {
+        let link = Link::of(&ctx.task);
+        if let Some(reason) = link.as_ref().and_then(|l| l.refused.clone()) {
+            self.upstream.forget_card().await;
+            let mut mirror = Mirror::new(&ctx.task, link.unwrap_or_default(), reporter.clone());
+            let _ = mirror.record_outcome("rejected").await;
+            reporter.reject(reason).await?;
+            return Ok(());
+        }
         let connection = match self.upstream.connect().await {
             Ok(connection) => connection,
             Err(reason) => {
                 let reason = format!(
                     "the upstream agent cannot be used: {reason} (a retry may help once it is back)"
                 );
-                reporter.reject(reason).await?;
+                match link.as_ref().is_some_and(|l| l.upstream_task_id.is_some()) {
+                    true => reporter.fail(reason).await?,
+                    false => reporter.reject(reason).await?,
+                };
                 return Ok(());
             }
         };
-        let card = &connection.card;
-        let link = Link::of(&ctx.task).unwrap_or_else(|| Link {
-            agent: card.found.card.name.clone(),
-            card_version: card.found.card.version.clone(),
-            card_hash: card.hash.clone(),
-            skill: skill_of(ctx.message.metadata.as_ref()),
-            started_at: Utc::now(),
-            ..Link::default()
-        });
+        let link = link.unwrap_or_else(|| self.new_link(Some(&connection), &ctx.message));
         let span = tracing::Span::current();
         span.record("upstream.agent", link.agent.as_str());
         span.record("upstream.card_version", link.card_version.as_str());
@@ -143,7 +206,7 @@ impl BridgeAgent {
         Ok(())
     }
 
-    /// Sends the turn's message upstream unless it was sent already, then mirrors the
+    /// Sends the turn's message upstream unless it went already, then mirrors the
     /// upstream task until it settles.
     async fn forward_and_follow(
         &self,
@@ -151,60 +214,55 @@ impl BridgeAgent {
         connection: &Connection,
         mirror: &mut Mirror,
     ) -> Ended {
-        let transport = &*connection.transport;
-        let card = &connection.card.found.card;
-        let streams = card.capabilities.streaming == Some(true);
         let mut opened = None;
         if !mirror.link.forwarded(&message.message_id) {
             let continuing = mirror.link.upstream_task_id.is_some();
-            let refused = |error: CallError| {
-                let retry = match &error {
-                    CallError::A2A(e) if !e.kind.default_retryable() => "a retry will not help",
-                    _ => "a retry may help",
-                };
-                let reason =
-                    format!("the upstream agent did not take the message: {error} ({retry})");
+            let timeout = self.upstream.call_timeout();
+            let answer = match forward::send(connection, message, &mirror.link, timeout).await {
+                Ok(answer) => answer,
                 // A follow-up it refused leaves an upstream task behind: that is a failure.
-                match continuing {
-                    true => Ended::Failed(reason),
-                    false => Ended::Refused(reason),
-                }
-            };
-            let request = self.request(message, &mirror.link);
-            let first = match self.send(connection, &request, streams).await {
-                Ok(first) => first,
-                Err(error) => return refused(error),
+                Err(error) if continuing => return Ended::Failed(forward::refusal(&error)),
+                Err(error) => return Ended::Refused(forward::refusal(&error)),
             };
             mirror.link.forwarded.push(message.message_id.clone());
-            let (event, stream) = first;
-            let upstream_ids = match &event {
-                StreamResponse::Message(_) => None,
-                StreamResponse::Task(t) => Some((t.id.clone(), t.context_id.clone())),
-                StreamResponse::StatusUpdate(u) => Some((u.task_id.clone(), u.context_id.clone())),
-                StreamResponse::ArtifactUpdate(u) => {
-                    Some((u.task_id.clone(), u.context_id.clone()))
+            match answer.upstream_ids() {
+                // A message-only reply to a task's first message sent here (the task was
+                // made before the bridge opened it): the task ends with it.
+                None => {
+                    return self
+                        .step(mirror, answer.event)
+                        .await
+                        .unwrap_or(Ended::Settled);
                 }
-            };
-            match upstream_ids {
-                // A message-only reply: the upstream made no task, and this one ends with it.
-                None => return self.step(mirror, event).await.unwrap_or(Ended::Settled),
                 Some((task_id, context_id)) => {
                     if let Err(e) = mirror.link_to(&task_id, &context_id).await {
                         return Ended::Failed(format!("could not record the upstream task: {e}"));
                     }
                 }
             }
-            if let Some(ended) = self.step(mirror, event).await {
-                return ended;
-            }
-            opened = stream;
+            opened = Some(answer);
+        } else if let Some(task_id) = &mirror.link.upstream_task_id {
+            // Sent when the conversation was opened, in this process: its first answer.
+            opened = self.opened.take(task_id);
         }
         let Some(upstream_task) = mirror.link.upstream_task_id.clone() else {
             return Ended::Failed("the upstream never made a task for this one".into());
         };
+        let mut stream = None;
+        if let Some(Answer {
+            event,
+            stream: rest,
+        }) = opened
+        {
+            if let Some(ended) = self.step(mirror, event).await {
+                return ended;
+            }
+            stream = rest;
+        }
+        let card = &connection.card.found.card;
         let settings = FollowSettings {
             idle_timeout: self.upstream.settings.stall_timeout(),
-            streaming: streams,
+            streaming: card.capabilities.streaming == Some(true),
             resumable: card
                 .capabilities
                 .extensions
@@ -212,8 +270,8 @@ impl BridgeAgent {
                 .any(|e| e.uri == RESUME_EXTENSION),
             call_timeout: self.upstream.call_timeout(),
         };
-        let mut follower = Follower::new(transport, &upstream_task, settings);
-        if let Some(stream) = opened {
+        let mut follower = Follower::new(&*connection.transport, &upstream_task, settings);
+        if let Some(stream) = stream {
             follower = follower.with_stream(stream);
         }
         loop {
@@ -234,58 +292,6 @@ impl BridgeAgent {
             if let Some(ended) = self.step(mirror, event).await {
                 return ended;
             }
-        }
-    }
-
-    /// Sends `request`: the first event (the reply, or the stream's first event) and,
-    /// when streaming, the rest of the stream.
-    async fn send(
-        &self,
-        connection: &Connection,
-        request: &SendMessageRequest,
-        streams: bool,
-    ) -> Result<(StreamResponse, Option<EventStream>), CallError> {
-        let timeout = self.upstream.call_timeout();
-        let late = || CallError::Transport(format!("no answer within {}s", timeout.as_secs()));
-        if !streams {
-            let reply = tokio::time::timeout(timeout, connection.transport.send(request))
-                .await
-                .map_err(|_| late())??;
-            let event = match reply {
-                SendMessageResponse::Task(task) => StreamResponse::Task(task),
-                SendMessageResponse::Message(message) => StreamResponse::Message(message),
-            };
-            return Ok((event, None));
-        }
-        let mut stream =
-            tokio::time::timeout(timeout, connection.transport.send_streaming(request))
-                .await
-                .map_err(|_| late())??;
-        match tokio::time::timeout(timeout, stream.next()).await {
-            Ok(Some(Ok(item))) => Ok((item.event, Some(stream))),
-            Ok(Some(Err(error))) => Err(error),
-            Ok(None) => Err(CallError::Transport(
-                "the stream ended before any event".into(),
-            )),
-            Err(_) => Err(late()),
-        }
-    }
-
-    /// The message as it goes upstream: same id and content, the upstream's task and
-    /// context ids, this task's references dropped (they mean nothing there).
-    fn request(&self, message: &Message, link: &Link) -> SendMessageRequest {
-        let mut upstream = message.clone();
-        upstream.task_id = link.upstream_task_id.clone();
-        upstream.context_id = link.upstream_context_id.clone();
-        upstream.reference_task_ids = Vec::new();
-        SendMessageRequest {
-            tenant: None,
-            message: upstream,
-            configuration: Some(SendMessageConfiguration {
-                return_immediately: true,
-                ..SendMessageConfiguration::default()
-            }),
-            metadata: None,
         }
     }
 

@@ -6,8 +6,11 @@
 //! # Layout
 //! - [`upstream`]: the upstream server: its card, fetched, checked and verified, kept
 //!   for the refresh interval, and a transport on its best interface (`sb-client`).
-//! - [`agent`]: [`BridgeAgent`], the [`sb_agent::Agent`] whose turns forward messages
+//! - [`agent`]: [`BridgeAgent`], the [`sb_agent::Agent`] that opens a conversation
+//!   upstream (a message reply stays a message) and whose turns forward messages
 //!   upstream and follow the upstream task (stream, else polling).
+//! - [`forward`]: a message sent upstream and its first answer; the answers kept from
+//!   a conversation's opening for its first turn.
 //! - [`mirror`]: the upstream task mirrored into the Switchboard task, in order and once.
 //! - [`link`]: what a task keeps of its upstream task (durable, in its metadata) and
 //!   the call's trajectory.
@@ -16,6 +19,7 @@
 
 pub mod agent;
 pub mod cards;
+pub mod forward;
 pub mod link;
 pub mod mirror;
 pub mod upstream;

@@ -31,6 +31,10 @@ pub struct Link {
     #[serde(default)]
     pub forwarded: Vec<String>,
     pub started_at: DateTime<Utc>,
+    /// Why the upstream did not take the conversation's first message, when it did
+    /// not (learnt before the task existed; the turn rejects the task with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
     /// How the upstream task ended, once it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,

@@ -111,6 +111,17 @@ impl Mirror {
             TaskState::Submitted | TaskState::Unspecified => return Ok(Mirrored::Running),
             state => state,
         };
+        // A question the task holds already was answered: a snapshot taken before the
+        // upstream took the answer (the first event of a follow-up's stream, a poll)
+        // still shows it, and waiting again for it would end the turn with the answer
+        // unheard.
+        let asked_before = status
+            .message
+            .as_ref()
+            .is_some_and(|m| self.messages.contains(&m.message_id));
+        if state.is_interrupted() && asked_before && !self.state.is_interrupted() {
+            return Ok(Mirrored::Running);
+        }
         // A message the task holds already is not said again (a snapshot repeats it).
         let fresh = status
             .message
@@ -195,5 +206,96 @@ impl Mirror {
             false => *entry = report.parts.clone(),
         }
         self.reporter.artifact(report, append, last_chunk).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
+    use sb_protocol::TaskStatusUpdateEvent;
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService, TaskUpdate};
+
+    use super::*;
+
+    fn said(id: &str, text: &str) -> Message {
+        Message {
+            message_id: id.into(),
+            ..Message::agent_text(text)
+        }
+    }
+
+    fn upstream_status(state: TaskState, message: Option<Message>) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "up".into(),
+            context_id: "up-ctx".into(),
+            status: TaskStatus {
+                state,
+                message,
+                timestamp: None,
+            },
+            metadata: None,
+        })
+    }
+
+    /// The turn after an answer: the upstream's first event may still show the question
+    /// it asked (taken before it heard the answer); that is not a new question, and the
+    /// turn goes on to the task's end. A new question does end the turn.
+    #[tokio::test]
+    async fn a_question_already_answered_does_not_end_the_next_turn() {
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(LocalBus::new()),
+        ));
+        let scope = Scope {
+            agent: "bridged".into(),
+            owner: String::new(),
+        };
+        let first = Message {
+            role: Role::User,
+            ..Message::agent_text("facts")
+        };
+        let id = tasks
+            .create(NewTask {
+                scope: scope.clone(),
+                message: first,
+                metadata: None,
+            })
+            .await
+            .unwrap()
+            .task
+            .id;
+        let question = said("q1", "which one?");
+        let asked = TaskUpdate::Status {
+            state: TaskState::InputRequired,
+            message: Some(question.clone()),
+        };
+        tasks.update(&id, asked).await.unwrap();
+        let answer = Message {
+            role: Role::User,
+            ..Message::agent_text("this one")
+        };
+        let resumed = tasks
+            .update(&id, TaskUpdate::Resume { message: answer })
+            .await
+            .unwrap();
+
+        let reporter = Reporter::new(tasks.clone(), id.clone());
+        let mut mirror = Mirror::new(&resumed.task, Link::default(), reporter);
+        let stale = upstream_status(TaskState::InputRequired, Some(question));
+        assert_eq!(mirror.apply(stale).await.unwrap(), Mirrored::Running);
+        let working = upstream_status(TaskState::Working, Some(said("w1", "applying")));
+        assert_eq!(mirror.apply(working).await.unwrap(), Mirrored::Running);
+        let again = upstream_status(TaskState::InputRequired, Some(said("q2", "and now?")));
+        assert_eq!(
+            mirror.apply(again).await.unwrap(),
+            Mirrored::Settled(TaskState::InputRequired)
+        );
+        let task = tasks.get(&scope, &id).await.unwrap().task;
+        assert_eq!(task.status.state, TaskState::InputRequired);
+        let status = task.status.message.unwrap();
+        assert_eq!(status.message_id, "q2");
     }
 }

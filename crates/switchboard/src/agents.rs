@@ -72,7 +72,10 @@ impl Kinds {
                     Upstream::of(definition, self.upstream_http.clone()).ok_or_else(|| {
                         FieldError::new("url", "a bridged agent needs its upstream's URL")
                     })?;
-                Arc::new(BridgeAgent::new(Arc::new(upstream)))
+                Arc::new(BridgeAgent::new(
+                    Arc::new(upstream),
+                    self.runs == Runs::InProcess,
+                ))
             }
             AgentKind::Consolidate => {
                 let mut agent = ConsolidateAgent::default();

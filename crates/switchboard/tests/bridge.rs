@@ -224,6 +224,83 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     assert!(reason.contains("no news"), "{reason}");
 }
 
+/// An upstream that answers a first message with a message only (the `conformance`
+/// agent's `tck-message-response`): the caller gets that message, and no task is made;
+/// an upstream that asks for input (`consolidate`): the question is the task's, and the
+/// answer goes upstream to the same task, which completes.
+#[tokio::test]
+async fn a_message_reply_stays_a_message_and_an_input_request_round_trips() {
+    let port = free_port();
+    let _upstream = Running(serve(port, &["--memory"]).await);
+    let up = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bridge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "default_agent = \"says\"\n[[agents]]\nname = \"says\"\nkind = \"a2a\"\nurl = \"{up}/agents/conformance\"\n\
+             [[agents]]\nname = \"asks\"\nkind = \"a2a\"\nurl = \"{up}/agents/consolidate\"\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _bridge = bridge(port, config.to_str().unwrap(), &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+
+    let says = format!("{base}/agents/says/a2a");
+    let params = json!({"message": message("hello", "tck-message-response-1")});
+    let reply = rpc_at(&says, "SendMessage", params).await;
+    let said = &reply["result"]["message"];
+    assert_eq!(said["role"], "ROLE_AGENT", "{reply}");
+    assert!(said["contextId"].is_string(), "{reply}");
+    assert!(reply["result"].get("task").is_none(), "{reply}");
+    let listed = rpc_at(&says, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+
+    let asks = format!("{base}/agents/asks/a2a");
+    let question = "the user is vegetarian\nthe user lives in Paris\nthe user ordered a steak";
+    let params = json!({"message": message(question, "m-ask")});
+    let asked = rpc_at(&asks, "SendMessage", params).await["result"]["task"].clone();
+    assert_eq!(
+        asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asked}"
+    );
+    let prompt = asked["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(prompt.to_lowercase().contains("vegetarian"), "{prompt}");
+    let upstream_id = asked["metadata"]["switchboard.bridge"]["upstreamTaskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let answer = json!({
+        "messageId": "m-answer",
+        "role": "ROLE_USER",
+        "taskId": asked["id"],
+        "parts": [{"text": "Yes, the user is vegetarian; the steak was ordered for a friend."}],
+    });
+    let done =
+        rpc_at(&asks, "SendMessage", json!({"message": answer})).await["result"]["task"].clone();
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let facts = done["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(facts.to_lowercase().contains("paris"), "{facts}");
+    // The answer went to the same upstream task, with its id.
+    let upstream_task = get(&format!("{up}/agents/consolidate/a2a"), &upstream_id).await;
+    assert_eq!(
+        upstream_task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{upstream_task}"
+    );
+    let ids: Vec<&str> = upstream_task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "ROLE_USER")
+        .map(|m| m["messageId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m-ask", "m-answer"], "{upstream_task}");
+}
+
 #[tokio::test]
 async fn an_upstream_that_is_away_gets_messages_rejected() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use sb_agent::TurnOver;
+use sb_agent::{Opening, TurnOver};
 use sb_protocol::requests::{SendMessageRequest, history_limit};
 use sb_protocol::{
     A2AError, ErrorKind, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig,
@@ -88,18 +88,26 @@ async fn start_turn(
         let turn = state.runner.dispatch(&resumed, message).await?;
         return Ok(Started::Turn(Box::new(resumed), turn));
     }
-    if let Some(mut reply) = state.runner.direct_reply(&scope.agent, &message) {
-        let context_id = message.context_id.clone().filter(|c| !c.is_empty());
-        reply.context_id = Some(context_id.unwrap_or_else(new_id));
-        return Ok(Started::Reply(Box::new(reply)));
-    }
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
     }
+    let metadata = match state.runner.open(&scope.agent, &message).await? {
+        Opening::Reply(mut reply) => {
+            let context_id = message.context_id.clone().filter(|c| !c.is_empty());
+            reply.context_id = Some(context_id.unwrap_or_else(new_id));
+            return Ok(Started::Reply(Box::new(reply)));
+        }
+        Opening::Task(None) => req.metadata.clone(),
+        Opening::Task(Some(added)) => {
+            let mut metadata = req.metadata.clone().unwrap_or_default();
+            metadata.extend(added);
+            Some(metadata)
+        }
+    };
     let new = NewTask {
         scope: scope.clone(),
         message,
-        metadata: req.metadata.clone(),
+        metadata,
     };
     let inline_push = req
         .configuration

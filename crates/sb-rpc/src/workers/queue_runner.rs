@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{TurnOver, TurnRunner, read_until_settled};
+use sb_agent::{Opening, TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
 use sb_tasks::{Scope, TaskService, TaskUpdate};
@@ -35,8 +35,8 @@ impl TurnRunner for QueueRunner {
     }
 
     /// Decided at the edge, where the agent's code is known; the queue has none.
-    fn direct_reply(&self, _agent: &str, _message: &Message) -> Option<Message> {
-        None
+    async fn open(&self, _agent: &str, _message: &Message) -> Result<Opening, A2AError> {
+        Ok(Opening::Task(None))
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
@@ -63,6 +63,7 @@ impl TurnRunner for QueueRunner {
             let (tasks, bus, scope) = (self.tasks.clone(), self.bus.clone(), Scope::of(record));
             return Ok(async move {
                 if turn.await.is_ok() {
+                    tracing::debug!(task_id, "turn over announced");
                     return Ok(None);
                 }
                 // The bus lost its connection, and maybe the announcement with it: a turn

@@ -228,7 +228,12 @@ async fn assign(
     let record = match found {
         Ok(Some(record)) if !record.state().is_terminal() => record,
         // Canceled (or evicted) while queued: nothing to run.
-        Ok(_) => {
+        Ok(found) => {
+            tracing::info!(
+                task_id = %item.task_id,
+                state = found.as_ref().map(|r| r.state().as_v03_str()),
+                "a queued turn's task has ended or is gone; the turn is not run"
+            );
             hub.turn_over(&entry_id, &item, TurnOutcome::NotRun).await;
             return true;
         }

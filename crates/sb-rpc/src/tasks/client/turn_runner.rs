@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{TurnOver, TurnRunner, read_until_settled};
+use sb_agent::{Opening, TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::{A2AError, Message};
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskService};
@@ -27,8 +27,11 @@ impl TurnRunner for TaskStateClient {
         self.local_agents.serves(agent)
     }
 
-    fn direct_reply(&self, agent: &str, message: &Message) -> Option<Message> {
-        self.local_agents.code(agent)?.direct_reply(message)
+    async fn open(&self, agent: &str, message: &Message) -> Result<Opening, A2AError> {
+        match self.local_agents.code(agent) {
+            Some(code) => code.open(message).await,
+            None => Ok(Opening::Task(None)),
+        }
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {
