@@ -109,7 +109,7 @@ class BenchExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task_id, context_id).cancel()
 
 
-def agent_card(port: int) -> AgentCard:
+def agent_card(port: int, streaming: bool = True) -> AgentCard:
     return AgentCard(
         name='bench',
         description='Benchmark peer (a2a-sdk): echo, hold, tick COUNT INTERVAL_MS DELAY_MS.',
@@ -121,7 +121,7 @@ def agent_card(port: int) -> AgentCard:
                 protocol_version='1.0',
             )
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=True),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
         skills=[
@@ -136,8 +136,8 @@ def agent_card(port: int) -> AgentCard:
     )
 
 
-def build_app(port: int) -> Starlette:
-    card = agent_card(port)
+def build_app(port: int, streaming: bool = True) -> Starlette:
+    card = agent_card(port, streaming)
     push_store = InMemoryPushNotificationConfigStore()
     push_sender = BasePushNotificationSender(
         httpx.AsyncClient(timeout=10), config_store=push_store
@@ -157,9 +157,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--port', type=int, required=True)
     parser.add_argument('--host', default='127.0.0.1')
+    parser.add_argument(
+        '--no-streaming',
+        action='store_true',
+        help='the card says streaming: false (callers then poll or take push notifications)',
+    )
     args = parser.parse_args()
     uvicorn.run(
-        build_app(args.port),
+        build_app(args.port, streaming=not args.no_streaming),
         host=args.host,
         port=args.port,
         loop='uvloop',

@@ -3,7 +3,9 @@
 //! ([`Agent::open`]): a message-only reply is the answer, and no task is made; else the
 //! task is created linked to the upstream one. Each turn forwards the user message
 //! upstream (unless it went already: the [`Link`] on the task says), then follows the
-//! upstream task — by its stream when the upstream streams, else by polling — and
+//! upstream task — by its stream when the upstream streams, else by reading it when its
+//! push notifications say it changed (where this process takes them), else by polling —
+//! and
 //! mirrors it into the Switchboard task until it ends or waits for input. A cancel is
 //! forwarded upstream; an upstream silent past the stall timeout, or a task past its
 //! budget, is canceled upstream and failed here.
@@ -15,12 +17,13 @@ use chrono::Utc;
 use sb_agent::{Agent, AgentDescriptor, AgentError, Opening, Reporter, TaskContext, async_trait};
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_protocol::card::RESUME_EXTENSION;
-use sb_protocol::{A2AError, Message, StreamResponse, TaskState};
+use sb_protocol::{A2AError, Message, StreamResponse, TaskPushNotificationConfig, TaskState};
 use tracing::Instrument;
 
 use crate::forward::{self, Answer, Opened};
 use crate::link::{Link, skill_of};
 use crate::mirror::{Mirror, Mirrored};
+use crate::push::{PushReceiver, PushWatch};
 use crate::upstream::{Connection, Upstream};
 
 /// A bridged agent (`kind = "a2a"`).
@@ -28,17 +31,25 @@ use crate::upstream::{Connection, Upstream};
 pub struct BridgeAgent {
     upstream: Arc<Upstream>,
     opened: Arc<Opened>,
+    /// Where this process takes push notifications (the all-in-one); `None` where
+    /// turns run on workers, which serve no HTTP.
+    push: Option<Arc<PushReceiver>>,
 }
 
 impl BridgeAgent {
     /// `runs_turns`: this process runs the agent's turns too (not only opens its
     /// conversations, as a split deployment's gateway does), so the answers a first
     /// send got are kept for the turn.
-    pub fn new(upstream: Arc<Upstream>, runs_turns: bool) -> BridgeAgent {
+    pub fn new(
+        upstream: Arc<Upstream>,
+        runs_turns: bool,
+        push: Option<Arc<PushReceiver>>,
+    ) -> BridgeAgent {
         let max_age = upstream.call_timeout();
         BridgeAgent {
             upstream,
             opened: Arc::new(Opened::new(runs_turns, max_age)),
+            push,
         }
     }
 
@@ -260,9 +271,24 @@ impl BridgeAgent {
             stream = rest;
         }
         let card = &connection.card.found.card;
+        let streaming = card.capabilities.streaming == Some(true);
+        let pushes = card.capabilities.push_notifications == Some(true);
+        let watch = match (&self.push, streaming, pushes) {
+            (Some(receiver), false, true) => {
+                self.watch_pushes(connection, &upstream_task, receiver)
+                    .await
+            }
+            _ => None,
+        };
+        let followed_by = match (streaming, &watch) {
+            (true, _) => "stream",
+            (false, Some(_)) => "push",
+            (false, None) => "poll",
+        };
+        mirror.link.followed_by = Some(followed_by.to_owned());
         let settings = FollowSettings {
             idle_timeout: self.upstream.settings.stall_timeout(),
-            streaming: card.capabilities.streaming == Some(true),
+            streaming,
             resumable: card
                 .capabilities
                 .extensions
@@ -274,6 +300,28 @@ impl BridgeAgent {
         if let Some(stream) = stream {
             follower = follower.with_stream(stream);
         }
+        if let Some((watch, _)) = &watch {
+            follower = follower.with_wake(watch.wake.clone());
+        }
+        let ended = self.follow(follower, mirror, &upstream_task).await;
+        if let Some((_, Some(config_id))) = watch {
+            let timeout = self.upstream.call_timeout();
+            let deleted = connection
+                .transport
+                .delete_push_config(&upstream_task, &config_id);
+            if let Ok(Err(e)) = tokio::time::timeout(timeout, deleted).await {
+                tracing::debug!(task_id = %upstream_task, error = %e, "could not delete the upstream push config");
+            }
+        }
+        ended
+    }
+
+    async fn follow(
+        &self,
+        mut follower: Follower<'_>,
+        mirror: &mut Mirror,
+        upstream_task: &str,
+    ) -> Ended {
         loop {
             let event = match follower.next().await {
                 Ok(event) => event,
@@ -291,6 +339,42 @@ impl BridgeAgent {
             };
             if let Some(ended) = self.step(mirror, event).await {
                 return ended;
+            }
+        }
+    }
+
+    /// Registers a push config on the upstream task pointing at this process's
+    /// receiver: the registration and the config's id (to delete it after), or `None`
+    /// when the upstream refuses (the task is then polled).
+    async fn watch_pushes(
+        &self,
+        connection: &Connection,
+        task_id: &str,
+        receiver: &Arc<PushReceiver>,
+    ) -> Option<(PushWatch, Option<String>)> {
+        let watch = receiver.watch();
+        let config = TaskPushNotificationConfig {
+            tenant: None,
+            id: None,
+            task_id: task_id.to_owned(),
+            url: watch.url.clone(),
+            token: Some(watch.token.clone()),
+            authentication: None,
+        };
+        let timeout = self.upstream.call_timeout();
+        let created = connection.transport.create_push_config(&config);
+        match tokio::time::timeout(timeout, created).await {
+            Ok(Ok(created)) => Some((watch, created.id)),
+            Ok(Err(e)) => {
+                tracing::info!(task_id, error = %e, "the upstream took no push config; its task is polled");
+                None
+            }
+            Err(_) => {
+                tracing::info!(
+                    task_id,
+                    "the upstream did not answer a push config in time; its task is polled"
+                );
+                None
             }
         }
     }

@@ -12,6 +12,8 @@
 //! - [`forward`]: a message sent upstream and its first answer; the answers kept from
 //!   a conversation's opening for its first turn.
 //! - [`mirror`]: the upstream task mirrored into the Switchboard task, in order and once.
+//! - [`push`]: the receiver of upstreams' push notifications, which wake the turn
+//!   following a task of an upstream that does not stream.
 //! - [`link`]: what a task keeps of its upstream task (durable, in its metadata) and
 //!   the call's trajectory.
 //! - [`cards`]: the refresher that keeps each bridged agent's card in the registry
@@ -22,6 +24,7 @@ pub mod cards;
 pub mod forward;
 pub mod link;
 pub mod mirror;
+pub mod push;
 pub mod upstream;
 
 pub use agent::BridgeAgent;

@@ -35,6 +35,10 @@ pub struct Link {
     /// not (learnt before the task existed; the turn rejects the task with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// How the last turn followed the upstream task: `stream`, `push` (notifications
+    /// wake a read) or `poll`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followed_by: Option<String>,
     /// How the upstream task ended, once it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,

@@ -4,10 +4,12 @@
 //! task with no news for the idle timeout is stalled (seed "I6": the caller then
 //! cancels it).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sb_protocol::{ErrorKind, StreamResponse, Task, TaskState};
+use tokio::sync::Notify;
 
 use crate::poll::PollSchedule;
 use crate::transport::{CallError, EventStream, Transport};
@@ -51,6 +53,8 @@ pub struct Follower<'a> {
     wait_before_read: bool,
     last_news: Instant,
     last_seen: Option<Fingerprint>,
+    /// Notified when the server pushes news of the task: read it now, not on schedule.
+    wake: Option<Arc<Notify>>,
 }
 
 /// What tells two reads of a task apart.
@@ -102,7 +106,15 @@ impl<'a> Follower<'a> {
             wait_before_read: false,
             last_news: Instant::now(),
             last_seen: None,
+            wake: None,
         }
+    }
+
+    /// Reads the task as soon as `wake` is notified (a push notification came), the
+    /// schedule staying the fallback for pushes that do not come.
+    pub fn with_wake(mut self, wake: Arc<Notify>) -> Self {
+        self.wake = Some(wake);
+        self
     }
 
     /// Follows the stream a streaming send opened first.
@@ -197,7 +209,13 @@ impl<'a> Follower<'a> {
                 .as_ref()
                 .map_or(TaskState::Working, |f| f.state);
             let wait = self.schedule.after(state).min(self.idle_left()?);
-            tokio::time::sleep(wait).await;
+            match &self.wake {
+                Some(wake) => tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = wake.notified() => {}
+                },
+                None => tokio::time::sleep(wait).await,
+            }
         }
         self.wait_before_read = true;
         let read = tokio::time::timeout(

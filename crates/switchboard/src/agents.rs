@@ -10,6 +10,7 @@ use std::time::Duration;
 use sb_agent::Agent;
 use sb_agent::builtin::{BenchAgent, ConformanceAgent, ConsolidateAgent, EchoAgent};
 use sb_agent::roster::Code;
+use sb_bridge::push::PushReceiver;
 use sb_bridge::{BridgeAgent, Upstream};
 use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::jwt::{JwksSource, JwtVerifier};
@@ -38,6 +39,9 @@ pub(crate) struct Kinds {
     pub runs: Runs,
     /// What bridged agents call their upstreams with (one connection pool).
     pub upstream_http: reqwest::Client,
+    /// Where bridged agents' upstreams push notifications, in a process that runs
+    /// their turns and serves HTTP (the all-in-one).
+    pub push_receiver: Option<Arc<PushReceiver>>,
 }
 
 impl Kinds {
@@ -46,6 +50,7 @@ impl Kinds {
             embedded,
             runs,
             upstream_http: reqwest::Client::new(),
+            push_receiver: None,
         }
     }
 
@@ -75,6 +80,7 @@ impl Kinds {
                 Arc::new(BridgeAgent::new(
                     Arc::new(upstream),
                     self.runs == Runs::InProcess,
+                    self.push_receiver.clone(),
                 ))
             }
             AgentKind::Consolidate => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use sb_agent::{Agent, AgentHost};
+use sb_bridge::push::PushReceiver;
 use sb_fanout::LocalFanout;
 use sb_webhooks::LocalPushConfigs;
 use sb_webhooks::signing::SigningSecrets;
@@ -113,7 +114,10 @@ async fn serve_all_in_one(
     let bus = count_task_events(backend.bus.clone(), &mut metrics);
     let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here);
     let stop = CancellationToken::new();
-    let kinds = Kinds::new(embedded, Runs::InProcess);
+    let mut kinds = Kinds::new(embedded, Runs::InProcess);
+    let push_receiver = PushReceiver::new(&config.public_url());
+    push_receiver.register(&mut metrics);
+    kinds.push_receiver = Some(push_receiver.clone());
     let kinds_http = kinds.upstream_http.clone();
     // Replicas sharing Redis hear of each other's registrations.
     let (registry, following) =
@@ -179,8 +183,9 @@ async fn serve_all_in_one(
         &mut metrics,
     );
     let mut grpc = RoutesBuilder::default();
-    let http =
-        wiring::gateway_routes(state, &mut grpc).merge(fleet::registry_routes(&config, registry));
+    let http = wiring::gateway_routes(state, &mut grpc)
+        .merge(fleet::registry_routes(&config, registry))
+        .merge(push_receiver.routes());
     let http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));
     let dispatching = dispatcher.spawn(&*bus, stop.clone()).await?;
     wiring::spawn_deadlines(&config, tasks, &backend, bus, &stop);

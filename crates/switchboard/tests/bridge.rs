@@ -414,12 +414,13 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
 
 /// `bench/peers/run-{name}.sh` (an official SDK server running the bench agent's
 /// contract) on a free port, once its card answers.
-async fn sdk_peer(name: &str) -> (Running, String) {
+async fn sdk_peer(name: &str, args: &[&str]) -> (Running, String) {
     let port = free_port();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/peers");
     let child = std::process::Command::new("bash")
         .arg(format!("{script}/run-{name}.sh"))
         .arg(port.to_string())
+        .args(args)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -438,7 +439,7 @@ async fn sdk_peer(name: &str) -> (Running, String) {
 }
 
 async fn bridges_an_sdk_server(name: &str) {
-    let (_peer, up) = sdk_peer(name).await;
+    let (_peer, up) = sdk_peer(name, &[]).await;
     let dir = tempfile::tempdir().unwrap();
     let config = bridge_config(&dir, &up, "");
     let port = free_port();
@@ -499,4 +500,51 @@ async fn the_python_sdk_server_is_bridged() {
 #[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
 async fn the_js_sdk_server_is_bridged() {
     bridges_an_sdk_server("js").await;
+}
+
+/// An upstream that does not stream but pushes (the Python SDK server with
+/// `streaming: false`): the bridge registers a push config of its own on each upstream
+/// task, and the notifications, with the task's token, wake the reads that mirror it.
+#[tokio::test]
+#[ignore = "needs bench/peers/setup.sh; scripts/test.sh runs it"]
+async fn an_upstream_that_does_not_stream_is_followed_by_its_push_notifications() {
+    let (_peer, up) = sdk_peer("python", &["--no-streaming"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = bridge_config(&dir, &up, "");
+    let port = free_port();
+    let _bridge = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+
+    let task = send(&base, "tick 3 300 300", "m-push-tick", false).await;
+    let done = until_state(
+        &base,
+        task["id"].as_str().unwrap(),
+        "TASK_STATE_COMPLETED",
+        30,
+    )
+    .await;
+    let link = &done["metadata"]["switchboard.bridge"];
+    assert_eq!(link["followedBy"], "push", "{done}");
+    assert_eq!(link["outcome"], "completed", "{done}");
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let received: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("switchboard_bridge_pushes_total{outcome=\"received\"} "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(received >= 3, "pushes received: {received}\n{metrics}");
+    // A notification without the task's token wakes nothing.
+    let forged = reqwest::Client::new()
+        .post(format!("{base}/bridge/push/unknown"))
+        .header("X-A2A-Notification-Token", "guess")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 404);
 }

@@ -300,7 +300,7 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     let port = &cluster.ports("tasks")[0];
     let channel = sb_rpc::wire::connect(&format!("http://127.0.0.1:{port}")).unwrap();
     let client = sb_rpc::tasks::TaskStateClient::new(channel, Default::default());
-    let zombie = client.for_turn("1-0", "slow-reassign");
+    let zombie = client.for_turn("slow-reassign/1-0", "slow-reassign");
     let update = sb_tasks::TaskUpdate::Status {
         state: sb_protocol::TaskState::Working,
         message: None,
@@ -650,4 +650,54 @@ async fn more_held_streams_than_one_connection_allowed_by_default() {
     .await;
     let held = opened.map_or(0, |streams| streams.iter().flatten().count());
     assert_eq!(held, HELD, "held streams that got their first event");
+}
+
+/// A 0.3 blocking `message/send` to `agent`: the task once its turn is over.
+async fn send_v03(base: &str, agent: &str, text: &str) -> Value {
+    let message = json!({
+        "kind": "message",
+        "messageId": format!("m-{}", uuid_like()),
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}});
+    let response: Value = reqwest::Client::new()
+        .post(format!("{base}/agents/{agent}/"))
+        .timeout(Duration::from_secs(60))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    response["result"].clone()
+}
+
+/// Turns of two agents queued in the same millisecond get the same queue entry id (each
+/// agent has a queue of its own) and may go to the same worker: each turn's end must end
+/// that turn only. Were they mixed up, the fast echo turn's end would end the
+/// consolidate turn early (a 0.3 blocking send answered with the task still working)
+/// and leave the echo turn leased until its lease ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_of_two_agents_queued_at_once_end_apart() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let base = cluster.gateway(0);
+    for round in 0..30 {
+        let (slow, fast) = tokio::join!(
+            send_v03(&base, "consolidate", "the user lives in Paris"),
+            send_v03(&base, "echo", "hello"),
+        );
+        assert_eq!(
+            slow["status"]["state"], "completed",
+            "round {round}: {slow}"
+        );
+        assert_eq!(
+            fast["status"]["state"], "completed",
+            "round {round}: {fast}"
+        );
+    }
+    let warnings = cluster.warnings();
+    assert!(!warnings.contains("lease expired"), "{warnings}");
 }

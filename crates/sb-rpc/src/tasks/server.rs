@@ -12,6 +12,7 @@ use tonic::{Request, Response, Status};
 use super::{event_pb, record_from, record_pb, scope_from, states_from, version_from};
 use crate::pb;
 use crate::wire::{from_json, status_from, to_json};
+use crate::workers::assignment::entry_of;
 use sb_protocol::{A2AError, ErrorKind, Message};
 
 type Reply<T> = Result<Response<T>, Status>;
@@ -36,12 +37,12 @@ impl TaskStateServer {
         let (Some(queue), false) = (&self.queue, req.assignment_id.is_empty()) else {
             return Ok(());
         };
-        let leased = queue
-            .is_leased(&req.agent, &req.assignment_id)
-            .await
-            .map_err(|e| {
+        let leased = match entry_of(&req.assignment_id, &req.agent) {
+            Some(entry_id) => queue.is_leased(&req.agent, entry_id).await.map_err(|e| {
                 A2AError::internal(format!("cannot check the turn's lease: {e}")).retryable(true)
-            })?;
+            })?,
+            None => false,
+        };
         if leased {
             return Ok(());
         }

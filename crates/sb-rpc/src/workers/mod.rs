@@ -8,6 +8,7 @@
 //! - [`run_worker`]: the worker side: runs any [`sb_agent::Agent`] unchanged, reporting
 //!   through the task-state service like an in-process agent.
 
+pub mod assignment;
 mod hub;
 mod queue_runner;
 mod session;

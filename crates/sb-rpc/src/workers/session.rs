@@ -16,6 +16,7 @@ use tonic::{Status, Streaming};
 
 use super::HEARTBEAT;
 use super::LEASE;
+use super::assignment::assignment_id;
 use super::hub::{Inner, TurnOutcome};
 use super::turn_done;
 use crate::pb;
@@ -23,9 +24,11 @@ use crate::pb::worker_command::Kind as Command;
 use crate::pb::worker_message::Kind as Report;
 use crate::wire::to_json;
 
-/// A turn handed to a worker and not yet over.
+/// A turn handed to a worker and not yet over (by assignment id).
 #[derive(Debug)]
 struct Running {
+    /// Its queue entry.
+    entry_id: String,
     item: WorkItem,
     watcher: JoinHandle<()>,
     _permit: OwnedSemaphorePermit,
@@ -106,9 +109,11 @@ impl Session {
         if !lost.is_empty() {
             tracing::warn!(worker = %self.worker_id, turns = lost.len(), why, "worker lost with turns running");
         }
-        for (entry_id, running) in lost {
+        for (_, running) in lost {
             running.watcher.abort();
-            self.hub.turn_lost(&entry_id, running.item, why).await;
+            self.hub
+                .turn_lost(&running.entry_id, running.item, why)
+                .await;
         }
         self.hub.metrics.workers.dec();
         tracing::info!(worker = %self.worker_id, "worker detached");
@@ -171,11 +176,11 @@ impl Session {
 
     async fn renew(&self) {
         let mut by_agent: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (entry_id, running) in self.running.lock().iter() {
+        for running in self.running.lock().values() {
             by_agent
                 .entry(running.item.agent.clone())
                 .or_default()
-                .push(entry_id.clone());
+                .push(running.entry_id.clone());
         }
         for (agent, entries) in by_agent {
             if let Err(e) = self.hub.queue.renew(&agent, &self.consumer, &entries).await {
@@ -191,7 +196,7 @@ impl Session {
         running.watcher.abort();
         let outcome = TurnOutcome::Ended(turn_done::read(&done));
         self.hub
-            .turn_over(&done.assignment_id, &running.item, outcome)
+            .turn_over(&running.entry_id, &running.item, outcome)
             .await;
     }
 }
@@ -244,16 +249,17 @@ async fn assign(
             return true;
         }
     };
+    let assigned = assignment_id(&item.agent, &entry_id);
     let watcher = tokio::spawn(forward_cancel(
         hub.clone(),
         ended,
-        entry_id.clone(),
+        assigned.clone(),
         scope.clone(),
         item.task_id.clone(),
         commands.clone(),
     ));
     let assignment = pb::Assignment {
-        assignment_id: entry_id.clone(),
+        assignment_id: assigned.clone(),
         record: Some(pb::TaskRecord {
             json: to_json(&record),
         }),
@@ -262,8 +268,9 @@ async fn assign(
         redeliveries: item.redeliveries,
     };
     running.lock().insert(
-        entry_id,
+        assigned,
         Running {
+            entry_id,
             item,
             watcher,
             _permit: permit,
