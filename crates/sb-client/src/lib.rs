@@ -11,9 +11,14 @@
 //! - [`transport`]: the calls of A2A as one trait, whatever the binding and version;
 //!   [`jsonrpc`], [`rest`] (HTTP+JSON) and [`grpc`] implement it, each for 1.0 and (on
 //!   the HTTP bindings) 0.3; [`sse`] reads a streaming answer.
+//! - [`follow`]: following a task by stream or by polling ([`poll`]), with an idle timeout.
+//! - [`drive`]: the caller's loop for one task: card checked before anything is sent,
+//!   submissions retried, the task followed within an idle timeout and a budget, input
+//!   requests answered by the caller's resolver, every ending returned as an outcome.
 
 pub mod auth;
 pub mod discovery;
+pub mod drive;
 pub mod follow;
 pub mod grpc;
 pub mod interface;
