@@ -103,9 +103,7 @@ impl Agent for BridgeAgent {
             Ok(connection) => connection,
             Err(reason) => {
                 let mut link = self.new_link(None, message);
-                link.refused = Some(format!(
-                    "the upstream agent cannot be used: {reason} (a retry may help once it is back)"
-                ));
+                link.refused = Some(forward::unusable(&reason));
                 return Ok(Opening::Task(Some(link.entry())));
             }
         };
@@ -162,9 +160,7 @@ impl BridgeAgent {
         let connection = match self.upstream.connect().await {
             Ok(connection) => connection,
             Err(reason) => {
-                let reason = format!(
-                    "the upstream agent cannot be used: {reason} (a retry may help once it is back)"
-                );
+                let reason = forward::unusable(&reason);
                 match link.as_ref().is_some_and(|l| l.upstream_task_id.is_some()) {
                     true => reporter.fail(reason).await?,
                     false => reporter.reject(reason).await?,

@@ -114,6 +114,11 @@ pub fn refusal(error: &CallError) -> String {
     format!("the upstream agent did not take the message: {error} ({retry})")
 }
 
+/// Why the upstream cannot be called at all (its card unreachable or refused).
+pub fn unusable(reason: &str) -> String {
+    format!("the upstream agent cannot be used: {reason} (a retry may help once it is back)")
+}
+
 /// First answers got before their task existed (a conversation's first message is sent
 /// upstream to learn whether the answer is a task or a message), by upstream task id,
 /// until the turn that follows the task takes them. Where turns run in another process

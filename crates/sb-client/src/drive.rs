@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use sb_protocol::card::{AgentCard, RESUME_EXTENSION};
 use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use sb_protocol::{A2AError, Message, Role, SendMessageResponse, StreamResponse, Task, TaskState};
+use sb_store::backoff::Backoff;
 
 use crate::Credentials;
 use crate::discovery::{CardCache, CardError, Discovered};
@@ -21,6 +22,9 @@ use crate::follow::{FollowError, FollowSettings, Follower};
 use crate::interface::{Preferences, choose};
 use crate::transport::{CallError, Transport, connect};
 use crate::validate::{Required, meets};
+
+/// The longest pause between two submission attempts, however many retries are allowed.
+const RETRY_DELAY_MAX: Duration = Duration::from_secs(30);
 
 /// How a [`Driver`] submits and follows a task.
 #[derive(Clone, Debug)]
@@ -34,7 +38,8 @@ pub struct DriveSettings {
     pub preferences: Preferences,
     /// Retries of a failed submission (so `retries + 1` attempts in all).
     pub retries: u32,
-    /// The wait before the first retry; it doubles before each next one.
+    /// The wait before the first retry; it doubles before each next one (up to 30 s),
+    /// each stretched by a random share of itself (the workspace's one backoff).
     pub retry_delay: Duration,
     /// How long a fetched card is trusted.
     pub card_ttl: Duration,
@@ -324,7 +329,7 @@ impl Driver {
         // Every attempt sends the same message, id and all: a server that did take an
         // attempt whose answer was lost can tell the retry for what it is.
         let attempts = self.settings.retries.saturating_add(1);
-        let mut delay = self.settings.retry_delay;
+        let mut delays = Backoff::doubling(self.settings.retry_delay, RETRY_DELAY_MAX);
         let mut attempt = 1;
         loop {
             let failure = match self.connect().await {
@@ -354,8 +359,8 @@ impl Driver {
                     last,
                 });
             }
+            let delay = delays.next_delay().unwrap_or(RETRY_DELAY_MAX);
             tokio::time::sleep(delay).await;
-            delay = delay.saturating_mul(2);
             attempt += 1;
         }
     }

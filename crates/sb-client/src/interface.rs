@@ -3,6 +3,33 @@
 
 use sb_protocol::card::AgentCard;
 
+/// Which generation of its binding an interface speaks: the HTTP bindings differ
+/// between A2A 1.0 and 0.3 in method names, shapes and headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Generation {
+    V1,
+    V03,
+}
+
+impl Generation {
+    /// The generation of a card's `protocolVersion`, when this client speaks it.
+    pub(crate) fn of(version: &str) -> Option<Generation> {
+        match version {
+            "1.0" => Some(Generation::V1),
+            "0.3" => Some(Generation::V03),
+            _ => None,
+        }
+    }
+
+    /// The `A2A-Version` header it is asked for with.
+    pub(crate) fn header(self) -> &'static str {
+        match self {
+            Generation::V1 => "1.0",
+            Generation::V03 => "0.3",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binding {
     JsonRpc,

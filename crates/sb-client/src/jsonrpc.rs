@@ -13,16 +13,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::auth::Placement;
-use crate::interface::{Binding, Chosen};
+use crate::interface::{Binding, Chosen, Generation};
 use crate::sse;
 use crate::transport::{CallError, EventStream, Transport};
-
-/// Which generation of the binding an interface speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Generation {
-    V1,
-    V03,
-}
 
 /// A client of one agent's JSON-RPC interface.
 #[derive(Clone, Debug)]
@@ -40,10 +33,10 @@ impl JsonRpcTransport {
         chosen: &Chosen,
         placement: Placement,
     ) -> Result<JsonRpcTransport, CallError> {
-        let generation = match (chosen.binding, chosen.version.as_str()) {
-            (Binding::JsonRpc, "1.0") => Generation::V1,
-            (Binding::JsonRpc, "0.3") => Generation::V03,
-            (binding, version) => {
+        let generation = match (chosen.binding, Generation::of(&chosen.version)) {
+            (Binding::JsonRpc, Some(generation)) => generation,
+            (binding, _) => {
+                let version = &chosen.version;
                 return Err(CallError::Transport(format!(
                     "{binding:?} {version} is not a JSON-RPC interface this client speaks"
                 )));
@@ -62,10 +55,7 @@ impl JsonRpcTransport {
             fields.insert("tenant".into(), json!(tenant));
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let version = match self.generation {
-            Generation::V1 => "1.0",
-            Generation::V03 => "0.3",
-        };
+        let version = self.generation.header();
         let request = self
             .http
             .post(&self.chosen.url)

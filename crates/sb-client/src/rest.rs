@@ -24,16 +24,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::auth::Placement;
-use crate::interface::{Binding, Chosen};
+use crate::interface::{Binding, Chosen, Generation};
 use crate::sse;
 use crate::transport::{CallError, EventStream, Transport};
-
-/// Which generation of the binding an interface speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Generation {
-    V1,
-    V03,
-}
 
 /// A client of one agent's HTTP+JSON interface.
 #[derive(Clone, Debug)]
@@ -54,10 +47,11 @@ impl RestTransport {
         chosen: &Chosen,
         placement: Placement,
     ) -> Result<Arc<dyn Transport>, CallError> {
-        let (generation, prefix) = match (chosen.binding, chosen.version.as_str()) {
-            (Binding::HttpJson, "1.0") => (Generation::V1, chosen.tenant.clone()),
-            (Binding::HttpJson, "0.3") => (Generation::V03, Some("v1".to_owned())),
-            (binding, version) => {
+        let (generation, prefix) = match (chosen.binding, Generation::of(&chosen.version)) {
+            (Binding::HttpJson, Some(Generation::V1)) => (Generation::V1, chosen.tenant.clone()),
+            (Binding::HttpJson, Some(Generation::V03)) => (Generation::V03, Some("v1".to_owned())),
+            (binding, _) => {
+                let version = &chosen.version;
                 return Err(CallError::Transport(format!(
                     "{binding:?} {version} is not an HTTP+JSON interface this client speaks"
                 )));
@@ -106,9 +100,10 @@ impl RestTransport {
         url.path_segments_mut()
             .map_err(|()| CallError::Transport(format!("{} cannot take a path", self.base)))?
             .extend(path);
-        let (version, media) = match self.generation {
-            Generation::V1 => ("1.0", "application/a2a+json"),
-            Generation::V03 => ("0.3", "application/json"),
+        let version = self.generation.header();
+        let media = match self.generation {
+            Generation::V1 => "application/a2a+json",
+            Generation::V03 => "application/json",
         };
         let accept = match stream {
             true => "text/event-stream".to_owned(),
