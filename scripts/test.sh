@@ -82,6 +82,15 @@ cargo test -p sb-client --test sdk_peers --locked -- --ignored 2>&1 | tee -a tar
 echo "== bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
 cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
+# The whole interop suite again, with echo and consolidate bridged to upstreams written on
+# the official SDK servers: a2a-sdk (A2A 1.0) behind the all-in-one, whose turns follow
+# the stream that opened the upstream task; @a2a-js/sdk (A2A 0.3 only) behind the split
+# deployment, where gateways open upstream tasks and a worker follows them.
+echo "== interop through bridged agents: a2a-sdk upstreams, all-in-one"
+SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh python 2>&1 | tee -a target/interop.log
+echo "== interop through bridged agents: @a2a-js/sdk upstreams, split deployment"
+DEPLOYMENT=split SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh js 2>&1 | tee -a target/interop.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
 # "N passed, M failed".

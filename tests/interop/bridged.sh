@@ -6,7 +6,9 @@
 #   tests/interop/bridged.sh python [SUITE...]   # a2a-sdk 1.3.0, A2A 1.0 (JSON-RPC + REST)
 #   tests/interop/bridged.sh js [SUITE...]       # @a2a-js/sdk 1.3.0, A2A 0.3 only
 #
-# SUITE is passed to run.sh (python, js; both by default). SWITCHBOARD_BIN defaults to
+# SUITE is passed to run.sh (python, js; both by default). DEPLOYMENT=split runs the
+# Switchboard as scripts/local-cluster.sh's cluster (Redis, gateways, task-state and
+# fan-out replicas, a worker) instead of all-in-one. SWITCHBOARD_BIN defaults to
 # target/debug/switchboard. Installs what it needs (the upstream venv in
 # ${XDG_CACHE_HOME:-~/.cache}/switchboard-interop/upstream-venv, rebuilt only when
 # upstreams/python/requirements.txt changes; upstreams/js/node_modules from its
@@ -38,8 +40,14 @@ status=1
 
 log() { printf '\n== %s\n' "$*"; }
 
+cluster_up=0
+
 cleanup() {
   local pid
+  if [ "$cluster_up" -eq 1 ]; then
+    CLUSTER_DIR="$work/cluster" bash scripts/local-cluster.sh down > /dev/null 2>&1
+    [ "$status" -eq 0 ] || cp "$work"/cluster/logs/*.log "$work/" 2>/dev/null
+  fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${pids[@]}"; do
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -136,7 +144,18 @@ start_switchboard() {
         --webhook-allow 127.0.0.1/32 --listen "127.0.0.1:$port" > "$work/switchboard.log" 2>&1 &
       pids+=($!)
       ;;
-    *) echo "DEPLOYMENT=$deployment is not supported (all-in-one)" >&2; return 1 ;;
+    split)
+      # The gateways open conversations upstream, the worker follows the upstream tasks.
+      CLUSTER_DIR="$work/cluster" SWITCHBOARD_BIN="$bin" SWITCHBOARD_CONFIG="$work/switchboard.toml" \
+        SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32 bash scripts/local-cluster.sh up > "$work/cluster-up.log" 2>&1 \
+        || { cat "$work/cluster-up.log" >&2; return 1; }
+      cluster_up=1
+      port="$(awk '$1=="gateway"{print $3; exit}' "$work/cluster/processes")"
+      SWITCHBOARD_URL="http://127.0.0.1:$port"
+      wait_for "$SWITCHBOARD_URL/agents/echo/.well-known/agent-card.json" "$$" 60
+      return
+      ;;
+    *) echo "DEPLOYMENT=$deployment is not supported (all-in-one, split)" >&2; return 1 ;;
   esac
   SWITCHBOARD_URL="http://127.0.0.1:$port"
   wait_for "$SWITCHBOARD_URL/agents/echo/.well-known/agent-card.json" "${pids[-1]}" 60

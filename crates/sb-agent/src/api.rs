@@ -231,7 +231,11 @@ impl Reporter {
         state: TaskState,
         message: Option<Message>,
     ) -> Result<StoredTask, A2AError> {
-        let update = TaskUpdate::Status { state, message };
+        let update = TaskUpdate::Status {
+            state,
+            message,
+            metadata: None,
+        };
         let task = self.outbox.send_and_wait(update).await?;
         self.ended.store(true, Ordering::SeqCst);
         Ok(task)
@@ -259,6 +263,7 @@ impl Reporter {
         let update = TaskUpdate::Status {
             state: TaskState::Working,
             message,
+            metadata: None,
         };
         self.outbox.send(update).map(|sent| sent.map(drop))
     }
@@ -294,20 +299,21 @@ impl Reporter {
         if state.is_terminal() || state.is_interrupted() {
             return self.end_turn_with(state, message).await.map(Some);
         }
-        let update = TaskUpdate::Status { state, message };
+        let update = TaskUpdate::Status {
+            state,
+            message,
+            metadata: None,
+        };
         self.outbox.send(update).await.map(|_| None)
     }
 
-    /// Merges entries into the task's metadata, in order with the other reports (queued
-    /// like [`Reporter::working`]): where a runner keeps what it must find again after a
-    /// restart.
-    pub fn annotate(
-        &self,
-        metadata: Metadata,
-    ) -> impl Future<Output = Result<(), A2AError>> + Send + 'static {
-        self.outbox
-            .send(TaskUpdate::Annotate { metadata })
-            .map(|sent| sent.map(drop))
+    /// Merges entries into the task's metadata with the next change of status this
+    /// turn reports (working, a question, an end), as that change's event metadata:
+    /// where a runner keeps what it must find again after a restart. Entries given
+    /// twice before then keep the later value; a turn that reports no further status
+    /// change stores none of them.
+    pub fn annotate(&self, metadata: Metadata) {
+        self.outbox.annotate(metadata);
     }
 
     /// Asks the user a question; the task waits in input-required for the answer.

@@ -59,7 +59,7 @@ pub(crate) type Created = Arc<TaskRecord>;
 enum Offer {
     Queued(u64),
     Refused(A2AError),
-    Full(TaskUpdate),
+    Full(Box<TaskUpdate>),
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +79,8 @@ struct State {
     /// Why a queued update was refused, for the next caller. The updates queued after
     /// it were dropped: the agent would have stopped at the error had it waited.
     refused: Option<A2AError>,
+    /// Metadata entries for the next status change queued ([`Outbox::annotate`]).
+    annotations: Option<sb_protocol::Metadata>,
     /// Callers of `send_and_wait` still waiting for the task as stored.
     awaiting_task: usize,
     /// The task as the last successful round stored it, kept only while someone waits
@@ -130,12 +132,33 @@ impl Outbox {
     /// is full. It is small on purpose (the waiting part is boxed, and only made when
     /// needed): an agent's own future holds it, and a run held open for hours keeps
     /// that future's largest state the whole time.
-    pub(crate) fn send(self: &Arc<Self>, update: TaskUpdate) -> Sending {
+    pub(crate) fn send(self: &Arc<Self>, mut update: TaskUpdate) -> Sending {
+        if let TaskUpdate::Status { metadata, .. } = &mut update
+            && let Some(entries) = self.state.lock().annotations.take()
+        {
+            match metadata {
+                Some(given) => {
+                    let mut merged = entries;
+                    merged.extend(std::mem::take(given));
+                    *given = merged;
+                }
+                None => *metadata = Some(entries),
+            }
+        }
         match self.offer(update) {
             Offer::Queued(ordinal) => Either::Left(ready(Ok(ordinal))),
             Offer::Refused(err) => Either::Left(ready(Err(err))),
-            Offer::Full(update) => Either::Right(self.clone().send_when_room(update).boxed()),
+            Offer::Full(update) => Either::Right(self.clone().send_when_room(*update).boxed()),
         }
+    }
+
+    /// Keeps metadata entries for the next status change queued, which carries them.
+    pub(crate) fn annotate(&self, entries: sb_protocol::Metadata) {
+        self.state
+            .lock()
+            .annotations
+            .get_or_insert_with(Default::default)
+            .extend(entries);
     }
 
     /// Queues `update` if there is room.
@@ -145,7 +168,7 @@ impl Outbox {
             return Offer::Refused(err);
         }
         if state.queued.len() >= MAX_QUEUED {
-            return Offer::Full(update);
+            return Offer::Full(Box::new(update));
         }
         state.queued.push(update);
         state.last_queued += 1;
@@ -173,7 +196,7 @@ impl Outbox {
             match self.offer(update) {
                 Offer::Queued(ordinal) => return Ok(ordinal),
                 Offer::Refused(err) => return Err(err),
-                Offer::Full(back) => update = back,
+                Offer::Full(back) => update = *back,
             }
             round.await;
         }
@@ -380,6 +403,7 @@ mod tests {
         TaskUpdate::Status {
             state,
             message: None,
+            metadata: None,
         }
     }
 
@@ -406,6 +430,55 @@ mod tests {
         );
         let expected = [TaskState::Working, TaskState::Working, TaskState::Completed];
         assert_eq!(states(&tasks, &id).await, expected.map(Some));
+    }
+
+    /// Annotations make no event of their own (a client would see its task's status
+    /// twice): they ride on the next status change, artifacts going by untouched.
+    #[tokio::test]
+    async fn annotations_ride_on_the_next_status_change() {
+        let (_store, tasks, id) = task().await;
+        let outbox = Arc::new(Outbox::new(tasks.clone(), id.clone()));
+        let entry = |key: &str, value: i64| {
+            let mut metadata = sb_protocol::Metadata::new();
+            metadata.insert(key.into(), serde_json::json!(value));
+            metadata
+        };
+        outbox.annotate(entry("a", 1));
+        outbox.annotate(entry("a", 2));
+        let chunk = sb_protocol::Artifact {
+            artifact_id: "x".into(),
+            name: None,
+            description: None,
+            parts: vec![sb_protocol::Part::text("chunk")],
+            metadata: None,
+            extensions: vec![],
+        };
+        let artifact = TaskUpdate::Artifact {
+            artifact: chunk,
+            append: false,
+            last_chunk: true,
+        };
+        outbox.send(artifact).await.unwrap();
+        outbox.send(status(TaskState::Working)).await.unwrap();
+        let done = outbox
+            .send_and_wait(status(TaskState::Completed))
+            .await
+            .unwrap();
+        assert_eq!(done.metadata.as_ref().unwrap()["a"], 2);
+        let events = tasks.events_after(&id, 1, 10).await.unwrap();
+        let carried: Vec<Option<serde_json::Value>> = events
+            .iter()
+            .map(|e| match &*e.event {
+                sb_protocol::StreamResponse::StatusUpdate(u) => Some(serde_json::json!(u.metadata)),
+                _ => None,
+            })
+            .collect();
+        let expected = [
+            None,
+            Some(serde_json::json!({"a": 2})),
+            Some(serde_json::json!(null)),
+        ];
+        assert_eq!(carried, expected);
     }
 
     #[tokio::test]

@@ -192,6 +192,7 @@ mod tests {
         TaskUpdate::Status {
             state,
             message: None,
+            metadata: None,
         }
     }
 

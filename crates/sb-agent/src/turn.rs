@@ -95,6 +95,7 @@ pub async fn fail_unsettled(
     let update = TaskUpdate::Status {
         state: TaskState::Failed,
         message: Some(Message::agent_text(reason.clone())),
+        metadata: None,
     };
     let running = [TaskState::Submitted, TaskState::Working];
     match tasks.update_if(task_id, &running, update).await {

@@ -153,7 +153,7 @@ impl BridgeAgent {
         if let Some(reason) = link.as_ref().and_then(|l| l.refused.clone()) {
             self.upstream.forget_card().await;
             let mut mirror = Mirror::new(&ctx.task, link.unwrap_or_default(), reporter.clone());
-            let _ = mirror.record_outcome("rejected").await;
+            mirror.record_outcome("rejected");
             reporter.reject(reason).await?;
             return Ok(());
         }
@@ -201,12 +201,12 @@ impl BridgeAgent {
             Ended::Settled => {}
             Ended::Refused(reason) => {
                 self.upstream.forget_card().await;
-                let _ = mirror.record_outcome("rejected").await;
+                mirror.record_outcome("rejected");
                 reporter.reject(reason).await?;
             }
             Ended::Failed(reason) => {
                 self.cancel_upstream(&connection, &mirror.link).await;
-                let _ = mirror.record_outcome("failed").await;
+                mirror.record_outcome("failed");
                 reporter.fail(reason).await?;
             }
         }
@@ -241,11 +241,7 @@ impl BridgeAgent {
                         .await
                         .unwrap_or(Ended::Settled);
                 }
-                Some((task_id, context_id)) => {
-                    if let Err(e) = mirror.link_to(&task_id, &context_id).await {
-                        return Ended::Failed(format!("could not record the upstream task: {e}"));
-                    }
-                }
+                Some((task_id, context_id)) => mirror.link_to(&task_id, &context_id),
             }
             opened = Some(answer);
         } else if let Some(task_id) = &mirror.link.upstream_task_id {

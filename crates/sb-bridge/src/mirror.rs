@@ -63,11 +63,15 @@ impl Mirror {
         match event {
             StreamResponse::Task(task) => {
                 // What the agent said while nobody followed (a restart, a broken
-                // stream): each message it holds that this task does not, in order.
+                // stream): each message it holds that this task does not, in order. The
+                // status message is said with its status (@a2a-js/sdk also keeps it in
+                // the history).
+                let status_message = task.status.message.as_ref().map(|m| m.message_id.clone());
                 let unseen: Vec<Message> = task
                     .history
                     .into_iter()
                     .filter(|m| m.role == Role::Agent && !self.messages.contains(&m.message_id))
+                    .filter(|m| Some(&m.message_id) != status_message.as_ref())
                     .collect();
                 for message in unseen {
                     self.said(message).await?;
@@ -131,9 +135,15 @@ impl Mirror {
         if same && !settles {
             return Ok(Mirrored::Running);
         }
+        if !matches!(
+            state,
+            TaskState::Working | TaskState::Rejected | TaskState::Canceled
+        ) {
+            self.taken().await?;
+        }
         if !same {
             if settles {
-                self.record_outcome(state.as_v03_str()).await?;
+                self.record_outcome(state.as_v03_str());
             }
             let message_id = fresh.as_ref().map(|m| m.message_id.clone());
             self.reporter.status(state, fresh).await?;
@@ -148,34 +158,51 @@ impl Mirror {
         })
     }
 
+    /// The upstream took the task: a task still submitted here goes working before
+    /// the first thing the upstream made of it (an artifact, its end, a question) is
+    /// mirrored. A follower that came late (a worker following a task a gateway opened,
+    /// a poll) sees the upstream's working only as a snapshot already past it, and a
+    /// client expects its task to have worked before it has results.
+    async fn taken(&mut self) -> Result<(), A2AError> {
+        if self.state == TaskState::Submitted {
+            self.reporter.status(TaskState::Working, None).await?;
+            self.state = TaskState::Working;
+        }
+        Ok(())
+    }
+
     /// Completes the task with an upstream's message-only reply.
     pub async fn complete_with(&mut self, reply: Message) -> Result<(), A2AError> {
-        self.record_outcome("completed").await?;
+        self.record_outcome("completed");
         self.reporter
             .status(TaskState::Completed, Some(reply))
             .await
             .map(drop)
     }
 
-    /// Records how the upstream call ended (outcome and latency) on the task.
-    pub async fn record_outcome(&mut self, outcome: &str) -> Result<(), A2AError> {
+    /// Records how the upstream call ended (outcome and latency) on the task, with the
+    /// status change that follows.
+    pub fn record_outcome(&mut self, outcome: &str) {
         let latency_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.link.outcome = Some(outcome.to_owned());
         self.link.latency_ms = Some(latency_ms);
         let span = tracing::Span::current();
         span.record("outcome", outcome);
         span.record("latency_ms", latency_ms);
-        self.reporter.annotate(self.link.entry()).await
+        self.reporter.annotate(self.link.entry());
     }
 
-    /// Records the upstream task on this one, durably, before anything of it is mirrored.
-    pub async fn link_to(&mut self, task_id: &str, context_id: &str) -> Result<(), A2AError> {
+    /// Records the upstream task (and the messages forwarded to it) on this one, with
+    /// the next status change mirrored. Until then a restart sends the turn's message
+    /// again: forwarding is at least once, as it is for any sender that crashes
+    /// between sending and writing down that it sent.
+    pub fn link_to(&mut self, task_id: &str, context_id: &str) {
         if self.link.upstream_task_id.is_none() {
             self.link.upstream_task_id = Some(task_id.to_owned());
             self.link.upstream_context_id = Some(context_id.to_owned());
             tracing::Span::current().record("upstream.task_id", task_id);
         }
-        self.reporter.annotate(self.link.entry()).await
+        self.reporter.annotate(self.link.entry());
     }
 
     /// Reports what `artifact` adds to what the task holds: nothing when it holds it
@@ -187,8 +214,12 @@ impl Mirror {
         last_chunk: bool,
     ) -> Result<(), A2AError> {
         let held = self.artifacts.get(&artifact.artifact_id);
+        if held.is_some_and(|parts| *parts == artifact.parts) && !append {
+            return Ok(());
+        }
+        self.taken().await?;
+        let held = self.artifacts.get(&artifact.artifact_id);
         let (report, append) = match (held, append) {
-            (Some(parts), false) if *parts == artifact.parts => return Ok(()),
             (Some(parts), false) if artifact.parts.starts_with(parts) && !parts.is_empty() => {
                 let mut rest = artifact.clone();
                 rest.parts = artifact.parts[parts.len()..].to_vec();
@@ -227,6 +258,13 @@ mod tests {
         }
     }
 
+    fn new_scope() -> Scope {
+        Scope {
+            agent: "bridged".into(),
+            owner: String::new(),
+        }
+    }
+
     fn upstream_status(state: TaskState, message: Option<Message>) -> StreamResponse {
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: "up".into(),
@@ -240,6 +278,67 @@ mod tests {
         })
     }
 
+    /// A worker following a task its gateway opened reads the upstream task only once
+    /// it is done: the snapshot's artifact and end come after the task went working.
+    #[tokio::test]
+    async fn a_snapshot_past_working_still_shows_the_task_working_first() {
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(LocalBus::new()),
+        ));
+        let first = Message {
+            role: Role::User,
+            ..Message::agent_text("hello")
+        };
+        let new = NewTask {
+            scope: new_scope(),
+            message: first,
+            metadata: None,
+        };
+        let created = tasks.create(new).await.unwrap();
+        let id = created.task.id.clone();
+        let reporter = Reporter::new(tasks.clone(), id.clone());
+        let mut mirror = Mirror::new(&created.task, Link::default(), reporter);
+        let snapshot = Task {
+            id: "up".into(),
+            context_id: "up-ctx".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: Some(said("done", "hello")),
+                timestamp: None,
+            },
+            artifacts: vec![Artifact {
+                artifact_id: "echo".into(),
+                name: None,
+                description: None,
+                parts: vec![Part::text("hello")],
+                metadata: None,
+                extensions: vec![],
+            }],
+            // As @a2a-js/sdk keeps it: the status message is in the history too.
+            history: vec![said("done", "hello")],
+            metadata: None,
+        };
+        let ended = mirror.apply(StreamResponse::Task(snapshot)).await.unwrap();
+        assert_eq!(ended, Mirrored::Settled(TaskState::Completed));
+        let events = tasks.events_after(&id, 1, 10).await.unwrap();
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|e| match &*e.event {
+                StreamResponse::StatusUpdate(u) => u.status.state.as_v03_str().to_owned(),
+                StreamResponse::ArtifactUpdate(_) => "artifact".to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["working", "artifact", "completed"]);
+        let task = tasks.get(&new_scope(), &id).await.unwrap().task;
+        let status = task.status.message.unwrap();
+        assert_eq!(
+            (status.message_id.as_str(), status.text()),
+            ("done", "hello".into())
+        );
+    }
+
     /// The turn after an answer: the upstream's first event may still show the question
     /// it asked (taken before it heard the answer); that is not a new question, and the
     /// turn goes on to the task's end. A new question does end the turn.
@@ -249,10 +348,7 @@ mod tests {
             Arc::new(MemoryStore::new()),
             Arc::new(LocalBus::new()),
         ));
-        let scope = Scope {
-            agent: "bridged".into(),
-            owner: String::new(),
-        };
+        let scope = new_scope();
         let first = Message {
             role: Role::User,
             ..Message::agent_text("facts")
@@ -271,6 +367,7 @@ mod tests {
         let asked = TaskUpdate::Status {
             state: TaskState::InputRequired,
             message: Some(question.clone()),
+            metadata: None,
         };
         tasks.update(&id, asked).await.unwrap();
         let answer = Message {

@@ -46,6 +46,9 @@ pub struct Follower<'a> {
     task_id: String,
     settings: FollowSettings,
     stream: Option<EventStream>,
+    /// The current stream has given an event (a stream that ends or breaks before
+    /// giving one counts as a failed subscription).
+    stream_delivered: bool,
     last_event_id: Option<String>,
     subscribe_failures: u32,
     schedule: PollSchedule,
@@ -100,6 +103,7 @@ impl<'a> Follower<'a> {
             task_id: task_id.to_owned(),
             settings,
             stream: None,
+            stream_delivered: false,
             last_event_id: None,
             subscribe_failures: 0,
             schedule: PollSchedule::default(),
@@ -120,6 +124,7 @@ impl<'a> Follower<'a> {
     /// Follows the stream a streaming send opened first.
     pub fn with_stream(mut self, stream: EventStream) -> Self {
         self.stream = Some(stream);
+        self.stream_delivered = false;
         self
     }
 
@@ -153,20 +158,24 @@ impl<'a> Follower<'a> {
                     Ok(Some(Ok(item))) => {
                         self.last_news = Instant::now();
                         self.subscribe_failures = 0;
+                        self.stream_delivered = true;
                         if item.id.is_some() {
                             self.last_event_id = item.id;
                         }
                         return Ok(item.event);
                     }
+                    // Some servers (@a2a-js/sdk) refuse a subscription inside the
+                    // stream they opened for it: that is a refusal, as an answer would be.
+                    Ok(Some(Err(CallError::A2A(refused)))) => {
+                        self.stream = None;
+                        self.wait_before_read = false;
+                        self.subscription_refused(refused)?;
+                    }
                     Ok(Some(Err(e))) => {
                         tracing::debug!(task_id = %self.task_id, error = %e, "the upstream stream broke");
-                        self.stream = None;
-                        self.wait_before_read = false;
+                        self.stream_ended();
                     }
-                    Ok(None) => {
-                        self.stream = None;
-                        self.wait_before_read = false;
-                    }
+                    Ok(None) => self.stream_ended(),
                 }
                 continue;
             }
@@ -183,15 +192,10 @@ impl<'a> Follower<'a> {
                 match subscribed {
                     Ok(Ok(stream)) => {
                         self.stream = Some(stream);
+                        self.stream_delivered = false;
                         continue;
                     }
-                    // A task that ended can no longer be subscribed to: read it.
-                    Ok(Err(CallError::A2A(refused))) if refused.kind != ErrorKind::TaskNotFound => {
-                        self.subscribe_failures = SUBSCRIBE_ATTEMPTS;
-                    }
-                    Ok(Err(CallError::A2A(refused))) => {
-                        return Err(FollowError::Lost(CallError::A2A(refused)));
-                    }
+                    Ok(Err(CallError::A2A(refused))) => self.subscription_refused(refused)?,
                     Ok(Err(_)) | Err(_) => self.subscribe_failures += 1,
                 }
             }
@@ -199,6 +203,26 @@ impl<'a> Follower<'a> {
                 return Ok(StreamResponse::Task(task));
             }
         }
+    }
+
+    /// A task that ended can no longer be subscribed to: it is read from now on. One
+    /// the server does not know is lost.
+    fn subscription_refused(&mut self, refused: sb_protocol::A2AError) -> Result<(), FollowError> {
+        if refused.kind == ErrorKind::TaskNotFound {
+            return Err(FollowError::Lost(CallError::A2A(refused)));
+        }
+        self.subscribe_failures = SUBSCRIBE_ATTEMPTS;
+        Ok(())
+    }
+
+    /// The stream closed or broke: the task is read at once, and subscribed to again
+    /// unless that stream gave nothing (then it counts as a failed subscription).
+    fn stream_ended(&mut self) {
+        if !self.stream_delivered {
+            self.subscribe_failures += 1;
+        }
+        self.stream = None;
+        self.wait_before_read = false;
     }
 
     /// Reads the task once its schedule allows: `Some` when it changed.

@@ -10,10 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use sb_client::discovery::discover;
+use sb_client::follow::{FollowSettings, Follower};
 use sb_client::interface::{Binding, Preferences, choose};
 use sb_client::{CallError, Placement, connect};
 use sb_protocol::requests::SendMessageRequest;
-use sb_protocol::{ErrorKind, SendMessageResponse, TaskState};
+use sb_protocol::{ErrorKind, SendMessageResponse, StreamResponse, TaskState};
 use serde_json::json;
 
 struct Peer(Child);
@@ -95,6 +96,23 @@ async fn discovers_and_calls(name: &str) {
         matches!(&done, CallError::A2A(e) if e.kind == ErrorKind::TaskNotCancelable),
         "{name}: {done:?}"
     );
+
+    // Following the task once it has ended: a subscription is refused (the JS SDK
+    // answers with an SSE stream whose only event is the error), so the follower reads
+    // the task instead.
+    let settings = FollowSettings {
+        idle_timeout: Duration::from_secs(10),
+        streaming: true,
+        resumable: false,
+        call_timeout: Duration::from_secs(5),
+    };
+    let mut follower = Follower::new(&*client, &task.id, settings);
+    // A follower that kept subscribing would be stalled after the idle timeout.
+    let news = follower.next().await.unwrap();
+    let StreamResponse::Task(read) = news else {
+        panic!("{name}: the task as read, not {news:?}");
+    };
+    assert_eq!(read.status.state, TaskState::Completed, "{name}");
 }
 
 #[tokio::test]

@@ -248,6 +248,7 @@ mod tests {
         TaskUpdate::Status {
             state: TaskState::Working,
             message: Some(Message::agent_text("step")),
+            metadata: None,
         }
     }
 

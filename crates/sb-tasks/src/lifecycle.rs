@@ -12,9 +12,16 @@ use sb_store::{StoredEvent, TaskRecord};
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TaskUpdate {
     /// Move to `state`, with an optional status message (progress, question, reason).
+    /// `metadata` entries are merged into the task's metadata with the change, and are
+    /// the event's metadata: where a runner keeps what it must find again after a
+    /// restart (a bridged task's upstream task, say). They ride on a change of status
+    /// rather than make an event of their own, so that every event a client sees is a
+    /// change it can see.
     Status {
         state: TaskState,
         message: Option<Message>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Metadata>,
     },
     /// Add an artifact, or extend one (`append`) with more parts.
     Artifact {
@@ -25,10 +32,6 @@ pub enum TaskUpdate {
     /// A follow-up user message for a task that is not finished (typically the answer to
     /// an input request): it joins the history and the task goes (back) to working.
     Resume { message: Message },
-    /// Merges entries into the task's metadata, where a runner keeps what it must find
-    /// again after a restart (a bridged task's upstream task, say). The status stays as
-    /// it is; its event repeats the status with the entries as the event's metadata.
-    Annotate { metadata: Metadata },
 }
 
 /// Whether a task may move from `from` to `to`.
@@ -100,17 +103,27 @@ pub fn apply_in_place(
     let context_id = next.task.context_id.clone();
     let from = next.state();
     let event = match update {
-        TaskUpdate::Status { state, message } => {
+        TaskUpdate::Status {
+            state,
+            message,
+            metadata,
+        } => {
             if !transition_allowed(from, state) {
                 return Err(illegal(&task_id, from, state));
             }
             let message = message.map(|m| stamp(m, &task_id, &context_id));
             set_status(&mut next.task, state, message, now);
+            if let Some(entries) = &metadata {
+                next.task
+                    .metadata
+                    .get_or_insert_with(Default::default)
+                    .extend(entries.clone());
+            }
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id,
                 context_id,
                 status: next.task.status.clone(),
-                metadata: None,
+                metadata,
             })
         }
         TaskUpdate::Resume { message } => {
@@ -125,28 +138,6 @@ pub fn apply_in_place(
                 context_id,
                 status: next.task.status.clone(),
                 metadata: None,
-            })
-        }
-        TaskUpdate::Annotate { metadata } => {
-            if from.is_terminal() {
-                return Err(A2AError::new(
-                    ErrorKind::UnsupportedOperation,
-                    format!(
-                        "task {task_id} is {}; it can no longer change",
-                        from.as_v03_str()
-                    ),
-                )
-                .with_task(&task_id));
-            }
-            next.task
-                .metadata
-                .get_or_insert_with(Default::default)
-                .extend(metadata.clone());
-            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id,
-                context_id,
-                status: next.task.status.clone(),
-                metadata: Some(metadata),
             })
         }
         TaskUpdate::Artifact {
@@ -287,6 +278,7 @@ mod tests {
         let status = |state| TaskUpdate::Status {
             state,
             message: None,
+            metadata: None,
         };
         let first = apply_in_place(&mut record, status(Working), Utc::now(), &origin).unwrap();
         let second = apply_in_place(&mut record, status(Completed), Utc::now(), &origin).unwrap();
@@ -296,30 +288,48 @@ mod tests {
     }
 
     #[test]
-    fn an_annotation_merges_metadata_keeps_the_status_and_is_refused_once_ended() {
-        let mut record = record(InputRequired);
+    fn metadata_rides_on_a_status_change_and_is_merged_into_the_task() {
+        let mut record = record(Working);
         let origin = EventOrigin::current(&record.task.id);
-        let entry = |key: &str, value: i64| {
+        let with_entry = |state, key: &str, value: i64| {
             let mut metadata = Metadata::new();
             metadata.insert(key.into(), serde_json::json!(value));
-            TaskUpdate::Annotate { metadata }
+            TaskUpdate::Status {
+                state,
+                message: None,
+                metadata: Some(metadata),
+            }
         };
-        apply_in_place(&mut record, entry("a", 1), Utc::now(), &origin).unwrap();
-        let event = apply_in_place(&mut record, entry("b", 2), Utc::now(), &origin).unwrap();
+        apply_in_place(
+            &mut record,
+            with_entry(Working, "a", 1),
+            Utc::now(),
+            &origin,
+        )
+        .unwrap();
+        let event = apply_in_place(
+            &mut record,
+            with_entry(InputRequired, "b", 2),
+            Utc::now(),
+            &origin,
+        )
+        .unwrap();
         let metadata = record.task.metadata.clone().unwrap();
         assert_eq!(
             (metadata["a"].clone(), metadata["b"].clone()),
             (1.into(), 2.into())
         );
-        assert_eq!(record.state(), InputRequired, "the status stays");
+        assert_eq!(record.state(), InputRequired);
         let StreamResponse::StatusUpdate(update) = &*event.event else {
             panic!("a status event");
         };
         assert_eq!(update.status.state, InputRequired);
-        assert_eq!(update.metadata.as_ref().unwrap()["b"], 2);
-        let mut ended = self::record(Completed);
-        let refused = apply_in_place(&mut ended, entry("c", 3), Utc::now(), &origin).unwrap_err();
-        assert_eq!(refused.kind, ErrorKind::UnsupportedOperation);
+        let carried = update.metadata.as_ref().unwrap();
+        assert_eq!((carried.len(), &carried["b"]), (1, &serde_json::json!(2)));
+        // A refused change merges nothing.
+        let refused = with_entry(Submitted, "c", 3);
+        apply_in_place(&mut record, refused, Utc::now(), &origin).unwrap_err();
+        assert!(!record.task.metadata.unwrap().contains_key("c"));
     }
 
     #[test]
@@ -331,6 +341,7 @@ mod tests {
         let update = TaskUpdate::Status {
             state: Completed,
             message: None,
+            metadata: None,
         };
         let origin = EventOrigin::current(&record.task.id);
         apply_in_place(&mut record, update, Utc::now(), &origin).unwrap();
@@ -366,6 +377,7 @@ mod tests {
             TaskUpdate::Status {
                 state: Completed,
                 message: Some(Message::agent_text("done")),
+                metadata: None,
             },
             Utc::now(),
         )
@@ -381,6 +393,7 @@ mod tests {
             TaskUpdate::Status {
                 state: Working,
                 message: None,
+                metadata: None,
             },
             Utc::now(),
         )

@@ -171,6 +171,7 @@ fn status(state: TaskState) -> TaskUpdate {
     TaskUpdate::Status {
         state,
         message: None,
+        metadata: None,
     }
 }
 

@@ -304,6 +304,7 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     let update = sb_tasks::TaskUpdate::Status {
         state: sb_protocol::TaskState::Working,
         message: None,
+        metadata: None,
     };
     let refused = zombie.update(&ids[1], update).await.unwrap_err();
     assert!(refused.message.contains("no longer leased"), "{refused:?}");
@@ -393,6 +394,7 @@ async fn two_task_state_replicas_racing_cancel_against_completion() {
     let status = |state| TaskUpdate::Status {
         state,
         message: None,
+        metadata: None,
     };
     const ROUNDS: usize = 1000;
     let (mut completions, mut cancels) = (0, 0);

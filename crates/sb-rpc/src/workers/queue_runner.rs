@@ -96,6 +96,7 @@ impl TurnRunner for QueueRunner {
         let update = TaskUpdate::Status {
             state: TaskState::Rejected,
             message: Some(Message::agent_text(reason)),
+            metadata: None,
         };
         let running = [TaskState::Submitted, TaskState::Working];
         let rejected = self.tasks.update_if(&task_id, &running, update).await?;
@@ -200,6 +201,7 @@ mod tests {
         let working = TaskUpdate::Status {
             state: TaskState::Working,
             message: None,
+            metadata: None,
         };
         tasks.update(&record.task.id, working).await.unwrap();
         redis.command(&["CLIENT", "KILL", "TYPE", "pubsub"]).await;
@@ -208,6 +210,7 @@ mod tests {
         let done = TaskUpdate::Status {
             state: TaskState::Completed,
             message: None,
+            metadata: None,
         };
         tasks.update(&record.task.id, done).await.unwrap();
         let over = tokio::time::timeout(std::time::Duration::from_secs(10), turn)

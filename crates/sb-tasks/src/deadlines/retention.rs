@@ -125,6 +125,7 @@ mod tests {
                 TaskUpdate::Status {
                     state: TaskState::Working,
                     message: None,
+                    metadata: None,
                 },
             )
             .await

@@ -70,6 +70,7 @@ pub(super) async fn task_in(w: &World, state: TaskState) -> String {
             TaskUpdate::Status {
                 state,
                 message: None,
+                metadata: None,
             },
         )
         .await

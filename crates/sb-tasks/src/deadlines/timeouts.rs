@@ -148,6 +148,7 @@ impl DeadlineKeeper {
                 let update = TaskUpdate::Status {
                     state: TaskState::Canceled,
                     message: Some(Message::agent_text(reason)),
+                    metadata: None,
                 };
                 self.apply_deadline(
                     &record,
@@ -162,6 +163,7 @@ impl DeadlineKeeper {
                 let update = TaskUpdate::Status {
                     state: TaskState::Failed,
                     message: Some(Message::agent_text(reason)),
+                    metadata: None,
                 };
                 self.apply_deadline(&record, &[TaskState::Submitted, TaskState::Working], update)
                     .await;

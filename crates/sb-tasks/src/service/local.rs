@@ -185,6 +185,7 @@ impl LocalTaskService {
             let update = TaskUpdate::Status {
                 state: TaskState::Failed,
                 message: Some(reason),
+                metadata: None,
             };
             match self.update(&record.task.id, update).await {
                 Ok(_) => failed += 1,
@@ -335,6 +336,7 @@ impl TaskService for LocalTaskService {
             _ => Ok(vec![TaskUpdate::Status {
                 state: TaskState::Canceled,
                 message: Some(Message::agent_text("canceled at the client's request")),
+                metadata: None,
             }]),
         })
         .await
@@ -423,6 +425,7 @@ mod tests {
                 .map(|state| TaskUpdate::Status {
                     state,
                     message: None,
+                    metadata: None,
                 })
                 .to_vec()
         };
@@ -461,6 +464,7 @@ mod tests {
             TaskUpdate::Status {
                 state: TaskState::Completed,
                 message: None,
+                metadata: None,
             },
         )
         .await
@@ -604,6 +608,7 @@ mod tests {
             TaskUpdate::Status {
                 state: TaskState::InputRequired,
                 message: None,
+                metadata: None,
             },
         )
         .await
@@ -662,6 +667,7 @@ mod tests {
         TaskUpdate::Status {
             state,
             message: None,
+            metadata: None,
         }
     }
 
