@@ -50,9 +50,14 @@ struct WorkerArgs {
     /// Run only these agents (comma-separated); default: every configured agent.
     #[arg(long, env = "SWITCHBOARD_WORKER_AGENTS", value_delimiter = ',')]
     agents: Vec<String>,
-    /// Turns run at once.
+    /// Turns run at once (by each worker session: one for the configured agents, one
+    /// per bridged agent followed in the registry).
     #[arg(long, env = "SWITCHBOARD_WORKER_CAPACITY", default_value_t = 64)]
     capacity: u32,
+    /// The registry service (`http://host:port`): also run every bridged agent
+    /// (`kind = "a2a"`) it lists, as agents join and leave. Ignored with `--agents`.
+    #[arg(long, env = "SWITCHBOARD_REGISTRY_URL")]
+    registry_url: Option<String>,
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -169,6 +174,7 @@ fn worker(args: WorkerArgs) -> ExitCode {
         &args.tasks_url,
         &args.agents,
         args.capacity,
+        args.registry_url.as_deref(),
         shutdown_signal(),
     ));
     match result {

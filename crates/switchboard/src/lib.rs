@@ -7,7 +7,8 @@
 //! - [`serve`]: the all-in-one deployment (the default), running until shutdown;
 //!   [`Switchboard`] runs it inside a program of your own, with agents written in Rust.
 //! - [`split`]: any subset of the services, sharing state through Redis and calling
-//!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker.
+//!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker,
+//!   and `worker_fleet` the registry's bridged agents on it, as they join and leave.
 //! - `wiring`: what both deployments build the same way (the task-state service, the
 //!   dispatcher, deadlines, a gateway's state, serving until shutdown).
 //! - `agents`: the kinds of agent a deployment runs and their code, authentication;
@@ -29,6 +30,7 @@ pub mod serve;
 pub mod split;
 mod wiring;
 pub mod worker;
+mod worker_fleet;
 
 pub use cli::main;
 /// The agent API, for programs that embed Switchboard with agents of their own.

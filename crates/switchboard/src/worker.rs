@@ -10,13 +10,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::{EmbeddedAgents, Kinds, Runs};
 use crate::config::Config;
+use crate::worker_fleet::{self, SessionTemplate};
 
-/// Serves turns of `agents` (all configured agents when empty) until `shutdown`.
+/// Serves turns of `agents` (all configured agents when empty) until `shutdown`; with
+/// `registry_url` (and no `agents` named), also those of every bridged agent the
+/// registry lists ([`crate::worker_fleet`]).
 pub async fn work(
     config: &Config,
     tasks_url: &str,
     agents: &[String],
     capacity: u32,
+    registry_url: Option<&str>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let kinds = Kinds::new(EmbeddedAgents::new(), Runs::OnWorkers);
@@ -46,21 +50,50 @@ pub async fn work(
         shutdown.await;
         stopping.cancel();
     });
-    let options = WorkerOptions {
-        tasks_url: tasks_url.to_owned(),
-        worker_id: format!(
-            "{}-{}",
-            std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
-            std::process::id()
-        ),
-        capacity,
-        agents: served,
-        // Announced, so a cluster whose registry lacks them serves them as configured
-        // here; an operator's definition of the same agent wins.
-        definitions,
-    };
+    let worker_id = format!(
+        "{}-{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
+        std::process::id()
+    );
     tracing::info!(tasks_url, capacity, "switchboard worker starting");
-    run_worker(options, stop)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))
+    let following = match registry_url.filter(|_| agents.is_empty()) {
+        Some(url) => {
+            let template = SessionTemplate {
+                tasks_url: tasks_url.to_owned(),
+                worker_id: worker_id.clone(),
+                capacity,
+            };
+            let configured = served.keys().cloned().collect();
+            let kinds = Kinds::new(EmbeddedAgents::new(), Runs::OnWorkers);
+            Some(tokio::spawn(worker_fleet::follow(
+                url.to_owned(),
+                kinds,
+                configured,
+                template,
+                stop.clone(),
+            )))
+        }
+        None => None,
+    };
+    if served.is_empty() && following.is_some() {
+        // Nothing configured to serve: the registry's bridged agents are the work.
+        stop.cancelled().await;
+    } else {
+        let options = WorkerOptions {
+            tasks_url: tasks_url.to_owned(),
+            worker_id,
+            capacity,
+            agents: served,
+            // Announced, so a cluster whose registry lacks them serves them as configured
+            // here; an operator's definition of the same agent wins.
+            definitions,
+        };
+        run_worker(options, stop.clone())
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
+    match following {
+        Some(following) => following.await?,
+        None => Ok(()),
+    }
 }

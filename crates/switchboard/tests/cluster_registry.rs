@@ -5,6 +5,8 @@
 //! second.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; the worker is killed and reaped
+#[path = "support/process.rs"]
+mod process;
 #[path = "support/cluster.rs"]
 mod support;
 
@@ -200,4 +202,60 @@ async fn an_agent_put_through_one_gateway_lives_on_every_gateway() {
     )
     .await;
     assert_eq!(refused["error"]["code"], -32601, "{refused}");
+}
+
+/// A bridged agent registered through a gateway has its turns run: the cluster's worker
+/// follows the registry service and starts a session for it (it is in no file). Its
+/// upstream is another Switchboard's echo agent; removing the agent stops the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_agent_put_at_runtime_is_run_by_the_workers() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let gateway = cluster.gateway(0);
+    let upstream_port = process::free_port();
+    let mut upstream = process::serve(upstream_port, &["--memory"]).await;
+    let url = format!("http://127.0.0.1:{upstream_port}/agents/echo");
+    let definition = json!({"kind": "a2a", "url": url});
+    assert_eq!(
+        put(&gateway, "relay", &definition).await.status(),
+        StatusCode::CREATED
+    );
+    until_card(&gateway, "relay", StatusCode::OK).await;
+
+    let answer = raw_rpc(
+        &gateway,
+        "relay",
+        "SendMessage",
+        json!({"message": message("through the relay")}),
+    )
+    .await;
+    let task = &answer["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{answer}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "through the relay",
+        "{answer}"
+    );
+    let worker_log = cluster.log("worker");
+    assert!(
+        worker_log.contains("bridged agent of the registry: worker session starts"),
+        "{worker_log}"
+    );
+
+    let removed = reqwest::Client::new()
+        .delete(format!("{gateway}/registry/agents/relay"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    let started = Instant::now();
+    while !cluster.log("worker").contains("its worker session stops") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the worker kept the session of a removed agent"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    upstream.kill().unwrap();
+    upstream.wait().unwrap();
 }
