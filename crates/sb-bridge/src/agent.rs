@@ -193,7 +193,7 @@ impl BridgeAgent {
                 return Ok(());
             }
             () = tokio::time::sleep(budget_left) => Ended::Failed(format!(
-                "the task went past its budget of {}s upstream and was canceled there",
+                "the task went past its budget of {}s upstream",
                 budget.as_secs()
             )),
         };
@@ -205,7 +205,10 @@ impl BridgeAgent {
                 reporter.reject(reason).await?;
             }
             Ended::Failed(reason) => {
-                self.cancel_upstream(&connection, &mirror.link).await;
+                let reason = match self.cancel_upstream(&connection, &mirror.link).await {
+                    Some(canceled) => format!("{reason}; {canceled}"),
+                    None => reason,
+                };
                 mirror.record_outcome("failed");
                 reporter.fail(reason).await?;
             }
@@ -319,7 +322,7 @@ impl BridgeAgent {
                 Ok(event) => event,
                 Err(FollowError::Stalled(after)) => {
                     return Ended::Failed(format!(
-                        "the upstream agent sent no news of its task {upstream_task} for {}s; it was canceled there",
+                        "the upstream agent sent no news of its task {upstream_task} for {}s",
                         after.as_secs()
                     ));
                 }
@@ -391,15 +394,24 @@ impl BridgeAgent {
         }
     }
 
-    async fn cancel_upstream(&self, connection: &Connection, link: &Link) {
-        let Some(task_id) = &link.upstream_task_id else {
-            return;
-        };
+    /// Cancels the upstream task, if there is one; what became of that, for a reason
+    /// given to the caller.
+    async fn cancel_upstream(&self, connection: &Connection, link: &Link) -> Option<&'static str> {
+        let task_id = link.upstream_task_id.as_ref()?;
         let timeout = self.upstream.call_timeout();
         match tokio::time::timeout(timeout, connection.transport.cancel_task(task_id)).await {
-            Ok(Ok(_)) => tracing::info!(task_id, "canceled the upstream task"),
-            Ok(Err(e)) => tracing::info!(task_id, error = %e, "could not cancel the upstream task"),
-            Err(_) => tracing::info!(task_id, "the upstream did not answer the cancel in time"),
+            Ok(Ok(_)) => {
+                tracing::info!(task_id, "canceled the upstream task");
+                Some("it was canceled there")
+            }
+            Ok(Err(e)) => {
+                tracing::info!(task_id, error = %e, "could not cancel the upstream task");
+                Some("canceling it there failed too")
+            }
+            Err(_) => {
+                tracing::info!(task_id, "the upstream did not answer the cancel in time");
+                Some("the upstream did not answer the cancel either")
+            }
         }
     }
 }

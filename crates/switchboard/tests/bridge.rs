@@ -127,7 +127,7 @@ fn texts(task: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
-    let (_upstream, up) = upstream().await;
+    let (mut upstream, up) = upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let config = bridge_config(
         &dir,
@@ -221,7 +221,26 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     let reason = failed["status"]["message"]["parts"][0]["text"]
         .as_str()
         .unwrap();
-    assert!(reason.contains("no news"), "{reason}");
+    assert!(
+        reason.contains("no news") && reason.contains("it was canceled there"),
+        "{reason}"
+    );
+
+    // The upstream killed mid-task: the stream breaks, nothing answers any more, and the
+    // task fails once the stall timeout has passed with no news.
+    let orphan = send(&base, "hold", "m-orphan", false).await;
+    let orphan_id = orphan["id"].as_str().unwrap();
+    until_state(&base, orphan_id, "TASK_STATE_WORKING", 10).await;
+    upstream.0.kill().unwrap();
+    upstream.0.wait().unwrap();
+    let failed = until_state(&base, orphan_id, "TASK_STATE_FAILED", 15).await;
+    let reason = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("no news") && reason.contains("canceling it there failed too"),
+        "{reason}"
+    );
 }
 
 /// An upstream that answers a first message with a message only (the `conformance`
