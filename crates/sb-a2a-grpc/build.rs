@@ -20,13 +20,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .open_files([&file])?
         .file_descriptor_set();
     let encoded = descriptors.encode_to_vec();
-    // pbjson-types: the well-known types (Struct, Timestamp, …) with ProtoJSON serde
-    // (pbjson-build maps .google.protobuf there by itself).
-    tonic_prost_build::configure()
+    // pbjson-types: the well-known types (Timestamp, Empty, …) with ProtoJSON serde,
+    // except Struct, Value and ListValue: ours (src/wkt.rs), whose fields encode in key
+    // order. prost takes the longest matching path, so these win over .google.protobuf.
+    let mut config = tonic_prost_build::configure()
         // Without this prost maps .google.protobuf to prost-types itself.
         .compile_well_known_types(true)
-        .extern_path(".google.protobuf", "::pbjson_types")
-        .compile_fds(descriptors)?;
+        .extern_path(".google.protobuf", "::pbjson_types");
+    for name in ["Struct", "Value", "ListValue"] {
+        config = config.extern_path(
+            format!(".google.protobuf.{name}"),
+            format!("crate::wkt::{name}"),
+        );
+    }
+    config.compile_fds(descriptors)?;
+    // The serde impls name only lf.a2a.v1's own types and enums (a field's message type
+    // is inferred), so pbjson-build needs no extern paths for the well-known types.
     pbjson_build::Builder::new()
         .register_descriptors(&encoded)?
         // Our model may carry fields a proto message lacks; drop them, do not fail.

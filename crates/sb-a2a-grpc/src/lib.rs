@@ -6,6 +6,8 @@
 //! # Layout
 //! - [`pb`]: the generated prost messages, tonic server and client, and pbjson serde
 //!   impls (the ProtoJSON mapping).
+//! - [`wkt`]: the well-known types they use; `Struct` and `Value` our own, which encode
+//!   their fields in key order.
 //! - [`convert`]: prost message ↔ model, through the one JSON form both speak.
 //! - [`status`]: [`sb_protocol::A2AError`] ↔ `tonic::Status` with `google.rpc` details.
 //! - [`refusal`]: a server's `tonic::Status` read back into the `A2AError` (clients).
@@ -16,12 +18,10 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
 }
 
-/// The well-known types the messages use (`Struct`, `Timestamp`, `Empty`, …).
-pub use pbjson_types as wkt;
-
 pub mod convert;
 pub mod refusal;
 pub mod status;
+pub mod wkt;
 
 /// The full gRPC service name, as it appears in method paths.
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
