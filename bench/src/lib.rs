@@ -5,10 +5,12 @@
 //! - [`a2a`]: the A2A 1.0 JSON-RPC requests and what answers must contain;
 //! - [`scenarios`]: B1–B6, each returning [`stats::Outcome`]s;
 //! - [`servers`]: starting each server pinned to its core, knowing its processes;
-//! - [`suite`]: the whole run, B7 scaling included; [`report`]: `docs/performance.md`;
+//! - [`suite`]: the whole run, B7 scaling included; [`bridged`]: B8, the bridge's cost;
+//!   [`report`]: `docs/performance.md`;
 //! - [`ceiling`]: the fixed-answer axum server; [`procstat`]: CPU and memory from `/proc`.
 
 pub mod a2a;
+pub mod bridged;
 pub mod ceiling;
 pub mod http;
 pub mod procstat;

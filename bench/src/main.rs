@@ -30,7 +30,7 @@ enum Cmd {
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "python,js,ceiling,switchboard,split"
+            default_value = "python,js,ceiling,switchboard,split,bridged"
         )]
         servers: Vec<String>,
         /// Skip B7 (split deployment scaling and redis-benchmark).
@@ -201,6 +201,9 @@ async fn main() -> anyhow::Result<()> {
                     "unknown server {name} (expected some of {:?})",
                     servers::ALL
                 );
+                if name == "bridged" {
+                    continue;
+                }
                 let started = async {
                     let server = setup.start(name, topology).await?;
                     eprintln!("== {name}: pids {:?}", server.pids);
@@ -241,6 +244,9 @@ async fn main() -> anyhow::Result<()> {
             }
             for server in taking_turns {
                 server.stop();
+            }
+            if chosen.iter().any(|s| s == "bridged") {
+                sb_bench::bridged::bridged(&setup, &plan, &mut results).await;
             }
             if plan.scaling && !no_scaling && chosen.iter().any(|s| s == "split") {
                 suite::scaling(&setup, &plan, &mut results).await;

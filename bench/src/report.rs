@@ -273,6 +273,7 @@ pub fn render(results: &[Outcome], context: &Context) -> String {
         }
         let _ = writeln!(md);
     }
+    bridge_section(&mut md, results);
     let _ = writeln!(md, "## Targets\n");
     let _ = writeln!(md, "| target | measured | met |");
     let _ = writeln!(md, "|---|---|---|");
@@ -301,6 +302,46 @@ pub fn render(results: &[Outcome], context: &Context) -> String {
         let _ = writeln!(md, "{}", context.profile.trim());
     }
     md
+}
+
+/// B8: each bridged upstream alone and through the bridge.
+fn bridge_section(md: &mut String, results: &[Outcome]) {
+    use crate::bridged::{ALONE, THROUGH, UPSTREAMS};
+    if !UPSTREAMS
+        .iter()
+        .any(|(_, bridge)| results.iter().any(|o| o.server == *bridge))
+    {
+        return;
+    }
+    let _ = writeln!(md, "### B8: bridged agents\n");
+    let _ = writeln!(
+        md,
+        "B1 at c=32 against the upstream alone (on the servers' core), then through a \
+         Switchboard all-in-one whose `bench` agent bridges it (`kind = \"a2a\"`; beside the \
+         load generator, so the upstream keeps its core). *Of upstream*: bridged throughput ÷ \
+         the upstream's own; *added p50*: the latency the bridge adds; *bridge CPU*: the \
+         bridging process's CPU per task (the upstream's not counted).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| upstream | alone rps | bridged rps | of upstream | alone p50 ms | added p50 ms | bridge CPU µs/task |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    for (upstream, bridge) in UPSTREAMS {
+        let alone = |key| figure(results, ALONE, upstream, key);
+        let through = |key| figure(results, THROUGH, bridge, key);
+        let _ = writeln!(
+            md,
+            "| {upstream} | {} | {} | {} | {} | {} | {} |",
+            num(alone("rps")),
+            num(through("rps")),
+            through("of_upstream").map_or_else(|| "–".to_owned(), |r| format!("{r:.2}×")),
+            num(alone("p50_ms")),
+            num(through("added_p50_ms")),
+            num(through("cpu_us")),
+        );
+    }
+    let _ = writeln!(md);
 }
 
 type Verdict = (String, String, Option<bool>);
@@ -351,6 +392,12 @@ fn targets(results: &[Outcome], idle: &str) -> Vec<Verdict> {
         ),
         None => format!("{} rps", num(shared_core)),
     };
+    let bridged_python = figure(
+        results,
+        crate::bridged::THROUGH,
+        "bridge→python",
+        "of_upstream",
+    );
     vec![
         check(
             "all-in-one unary ≥ 20× the Python SDK",
@@ -401,6 +448,12 @@ fn targets(results: &[Outcome], idle: &str) -> Vec<Verdict> {
             b5,
             format!("{} ms", num(b5)),
             |v| v <= 10.0,
+        ),
+        check(
+            "bridged Python SDK echo: B1 ≥ 0.9× the upstream's own",
+            bridged_python,
+            bridged_python.map_or_else(|| "–".to_owned(), |r| format!("{r:.2}×")),
+            |r| r >= 0.9,
         ),
         check(
             "≥ 5k webhook deliveries/s per dispatcher",

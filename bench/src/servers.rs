@@ -8,8 +8,9 @@ use std::time::Duration;
 use crate::a2a;
 use crate::http::Target;
 
-/// The servers a run can measure.
-pub const ALL: [&str; 5] = ["python", "js", "ceiling", "switchboard", "split"];
+/// The servers a run can measure (`bridged`: Switchboard bridging the Python peer and
+/// its own all-in-one, [`crate::bridged`]).
+pub const ALL: [&str; 6] = ["python", "js", "ceiling", "switchboard", "split", "bridged"];
 
 /// Where things are and how to pin them.
 #[derive(Debug, Clone)]
@@ -118,6 +119,53 @@ impl Setup {
             targets: vec![target],
             pids: vec![pid],
             roles: vec![(name.to_owned(), pid, Some(port))],
+            child: Some(child),
+            cluster_dir: None,
+            setup: self.clone(),
+        };
+        server.wait_ready().await?;
+        Ok(server)
+    }
+
+    /// A Switchboard all-in-one whose `bench` agent bridges `upstream` (`kind = "a2a"`).
+    /// Not pinned: it runs where the harness runs (the load generator's core), so the
+    /// upstream keeps the servers' core to itself, as it had when measured alone.
+    pub async fn start_bridge(&self, upstream: &Target, label: &str) -> anyhow::Result<Server> {
+        let port = free_port()?;
+        let data = self.work_dir.join(format!("{label}-data"));
+        let _ = std::fs::remove_dir_all(&data);
+        let config = self.work_dir.join(format!("{label}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "max_streams_per_principal = 100000\n\
+                 max_tasks_in_flight_per_principal = 100000\n\
+                 default_agent = \"bench\"\n\
+                 [[agents]]\nname = \"bench\"\nkind = \"a2a\"\nurl = \"{}\"\nmax_queued = 100000\n",
+                upstream.url()
+            ),
+        )?;
+        let child = Command::new(&self.switchboard_bin)
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(self.log(label)?)
+            .stderr(self.log(&format!("{label}.err"))?)
+            .spawn()?;
+        let pid = child.id();
+        let server = Server {
+            name: label.to_owned(),
+            targets: vec![Target::parse(&format!(
+                "http://127.0.0.1:{port}/agents/bench"
+            ))?],
+            pids: vec![pid],
+            roles: vec![(label.to_owned(), pid, Some(port))],
             child: Some(child),
             cluster_dir: None,
             setup: self.clone(),
