@@ -91,6 +91,9 @@ SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh python 2>
 echo "== interop through bridged agents: @a2a-js/sdk upstreams, split deployment"
 DEPLOYMENT=split SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh js 2>&1 | tee -a target/interop.log
 
+echo "== sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
+cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
 # "N passed, M failed".

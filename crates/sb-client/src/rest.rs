@@ -14,7 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Method, StatusCode, Url};
-use sb_protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use sb_protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest, require_id};
 use sb_protocol::v03::{self, Dialect03};
 use sb_protocol::{
     A2AError, ErrorKind, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig,
@@ -209,6 +209,7 @@ impl Transport for RestTransport {
         task_id: &str,
         last_event_id: Option<&str>,
     ) -> Result<EventStream, CallError> {
+        segment(task_id, "id")?;
         let subscribe = format!("{task_id}:subscribe");
         let route = (Method::GET, &["tasks", subscribe.as_str()][..]);
         self.stream("SubscribeToTask", route, None, last_event_id)
@@ -220,6 +221,7 @@ impl Transport for RestTransport {
         task_id: &str,
         history_length: Option<i32>,
     ) -> Result<Task, CallError> {
+        segment(task_id, "id")?;
         let query = history_length.map(|length| [("historyLength", length)]);
         let path = ["tasks", task_id];
         let result = self
@@ -255,6 +257,7 @@ impl Transport for RestTransport {
     }
 
     async fn cancel_task(&self, task_id: &str) -> Result<Task, CallError> {
+        segment(task_id, "id")?;
         let cancel = format!("{task_id}:cancel");
         let (path, body) = (["tasks", cancel.as_str()], Some(json!({})));
         let result = self
@@ -268,6 +271,7 @@ impl Transport for RestTransport {
         config: &TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, CallError> {
         let name = "CreateTaskPushNotificationConfig";
+        segment(&config.task_id, "taskId")?;
         let body = match self.generation {
             Generation::V1 => serde_json::to_value(config)
                 .map_err(|e| CallError::Transport(format!("{name}: {e}")))?,
@@ -299,6 +303,8 @@ impl Transport for RestTransport {
         config_id: &str,
     ) -> Result<TaskPushNotificationConfig, CallError> {
         let name = "GetTaskPushNotificationConfig";
+        segment(task_id, "taskId")?;
+        segment(config_id, "id")?;
         let path = ["tasks", task_id, "pushNotificationConfigs", config_id];
         let result = self.call(name, Method::GET, &path, NO_QUERY, None).await?;
         read_in(self.generation, name, result, push_config_from_v03)
@@ -309,6 +315,7 @@ impl Transport for RestTransport {
         task_id: &str,
     ) -> Result<Vec<TaskPushNotificationConfig>, CallError> {
         let name = "ListTaskPushNotificationConfigs";
+        segment(task_id, "taskId")?;
         let path = ["tasks", task_id, "pushNotificationConfigs"];
         // `{configs, nextPageToken}` in both versions (ProtoJSON leaves an empty list out).
         let configs = match self.call(name, Method::GET, &path, NO_QUERY, None).await? {
@@ -326,12 +333,21 @@ impl Transport for RestTransport {
 
     async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<(), CallError> {
         let name = "DeleteTaskPushNotificationConfig";
+        segment(task_id, "taskId")?;
+        segment(config_id, "id")?;
         let path = ["tasks", task_id, "pushNotificationConfigs", config_id];
         // `{}` (Python SDK, ours) or 204 without a body (JS SDK).
         self.call(name, Method::DELETE, &path, NO_QUERY, None)
             .await
             .map(drop)
     }
+}
+
+/// Refuses an empty id before it goes into a route, where it would name another one:
+/// `GET tasks/` is ListTasks (even under @a2a-js/sdk's 0.3 `/v1`), `GET
+/// tasks/{id}/pushNotificationConfigs/` the list of configs.
+fn segment(id: &str, field: &str) -> Result<(), CallError> {
+    require_id(id, field).map_err(CallError::A2A)
 }
 
 /// `result` read as a `T`, from 0.3 into the 1.0 shape by `from_v03` first.
@@ -445,5 +461,55 @@ fn kind_of_status(status: StatusCode, on_task: bool) -> ErrorKind {
         502 => ErrorKind::InvalidAgentResponse,
         400..=499 => ErrorKind::InvalidRequest,
         _ => ErrorKind::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// An empty id is refused before anything is sent: the interface's port is closed,
+    /// so a call that went out would fail as a transport error instead.
+    #[tokio::test]
+    async fn an_empty_id_is_refused_not_sent_to_another_route() {
+        for version in ["1.0", "0.3"] {
+            let chosen = Chosen {
+                binding: Binding::HttpJson,
+                version: version.into(),
+                url: "http://127.0.0.1:9".into(),
+                tenant: None,
+            };
+            let client =
+                RestTransport::new(reqwest::Client::new(), &chosen, Placement::default()).unwrap();
+            let config = TaskPushNotificationConfig {
+                tenant: None,
+                id: None,
+                task_id: String::new(),
+                url: "http://127.0.0.1:9/hook".into(),
+                token: None,
+                authentication: None,
+            };
+            let refusals = [
+                client.get_task("", None).await.err(),
+                client.cancel_task("").await.err(),
+                client.subscribe(" ", None).await.err(),
+                client.create_push_config(&config).await.err(),
+                client.get_push_config("t1", "").await.err(),
+                client.list_push_configs("").await.err(),
+                client.delete_push_config("t1", "").await.err(),
+            ];
+            for refused in refusals {
+                assert!(
+                    matches!(&refused, Some(CallError::A2A(e)) if e.kind == ErrorKind::InvalidParams),
+                    "{version}: {refused:?}"
+                );
+            }
+            let sent = client.get_task("t1", None).await.unwrap_err();
+            assert!(
+                matches!(sent, CallError::Transport(_)),
+                "{version}: {sent:?}"
+            );
+        }
     }
 }
