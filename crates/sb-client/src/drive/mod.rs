@@ -7,170 +7,33 @@
 //! answered through the caller's resolver; and whatever the task ends in comes back as
 //! an [`Outcome`].
 
+mod bookkeeping;
+mod outcome;
+mod settings;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sb_protocol::card::{AgentCard, RESUME_EXTENSION};
+use sb_protocol::card::RESUME_EXTENSION;
 use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use sb_protocol::{A2AError, Message, Role, SendMessageResponse, StreamResponse, Task, TaskState};
+use sb_protocol::{Message, Role, SendMessageResponse, Task, TaskState};
 use sb_store::backoff::Backoff;
 
 use crate::Credentials;
 use crate::discovery::{CardCache, CardError, Discovered};
 use crate::follow::{FollowError, FollowSettings, Follower};
-use crate::interface::{Preferences, choose};
+use crate::interface::choose;
 use crate::transport::{CallError, Transport, connect};
-use crate::validate::{Required, meets};
+
+use bookkeeping::{QuestionKey, apply, follow_up, question_key, question_of, settled};
+use settings::offers;
+
+pub use outcome::{Answer, Cancellation, DriveError, Outcome, user_text};
+pub use settings::DriveSettings;
 
 /// The longest pause between two submission attempts, however many retries are allowed.
 const RETRY_DELAY_MAX: Duration = Duration::from_secs(30);
-
-/// How a [`Driver`] submits and follows a task.
-#[derive(Clone, Debug)]
-pub struct DriveSettings {
-    /// What the agent's card must offer; checked before the first submission.
-    pub required: Required,
-    /// The output media types the caller can take: when any are named, the card must
-    /// produce one of them, and they are sent as the message's `acceptedOutputModes`.
-    pub output_modes: Vec<String>,
-    /// Which of the card's interfaces to call.
-    pub preferences: Preferences,
-    /// Retries of a failed submission (so `retries + 1` attempts in all).
-    pub retries: u32,
-    /// The wait before the first retry; it doubles before each next one (up to 30 s),
-    /// each stretched by a random share of itself (the workspace's one backoff).
-    pub retry_delay: Duration,
-    /// How long a fetched card is trusted.
-    pub card_ttl: Duration,
-    /// No news of the task for this long: it is canceled.
-    pub idle_timeout: Duration,
-    /// A task still running this long after its first submission is canceled.
-    pub budget: Duration,
-    /// How long one call may take.
-    pub call_timeout: Duration,
-    /// Follow by stream when the card streams; `false` always polls.
-    pub streaming: bool,
-}
-
-impl Default for DriveSettings {
-    fn default() -> Self {
-        DriveSettings {
-            required: Required::default(),
-            output_modes: Vec::new(),
-            preferences: Preferences::default(),
-            retries: 3,
-            retry_delay: Duration::from_millis(500),
-            card_ttl: Duration::from_secs(5 * 60),
-            idle_timeout: Duration::from_secs(120),
-            budget: Duration::from_secs(30 * 60),
-            call_timeout: Duration::from_secs(30),
-            streaming: true,
-        }
-    }
-}
-
-/// How a driven task ended (or where it stopped to wait for the caller).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
-    /// The task in a terminal state, auth-required, or input-required when the resolver
-    /// gave no answer.
-    Task(Task),
-    /// The agent answered the first message with a message and made no task.
-    Message(Message),
-}
-
-impl Outcome {
-    /// The task's state; `None` for a message-only reply.
-    pub fn state(&self) -> Option<TaskState> {
-        match self {
-            Outcome::Task(task) => Some(task.status.state),
-            Outcome::Message(_) => None,
-        }
-    }
-}
-
-/// What the resolver sends back to an input request: text, or a whole message (its
-/// task and context ids are set to the task's).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Answer {
-    Text(String),
-    Message(Message),
-}
-
-impl From<&str> for Answer {
-    fn from(text: &str) -> Self {
-        Answer::Text(text.to_owned())
-    }
-}
-
-impl From<String> for Answer {
-    fn from(text: String) -> Self {
-        Answer::Text(text)
-    }
-}
-
-impl From<Message> for Answer {
-    fn from(message: Message) -> Self {
-        Answer::Message(message)
-    }
-}
-
-/// A user message with one text part and a fresh id.
-pub fn user_text(text: impl Into<String>) -> Message {
-    Message {
-        role: Role::User,
-        ..Message::agent_text(text)
-    }
-}
-
-/// Whether a task given up on was canceled at the agent.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Cancellation {
-    #[error("it was canceled")]
-    Canceled,
-    #[error("canceling it failed ({0}); it may still run at the agent")]
-    NotCanceled(String),
-}
-
-/// Why a task could not be driven to an outcome.
-#[derive(Clone, Debug, thiserror::Error)]
-pub enum DriveError {
-    /// Check the URL, or whether the agent is up; nothing was sent.
-    #[error("no usable agent card at {url}: {error}")]
-    Card { url: String, error: CardError },
-    /// Call another agent, or ask for less; nothing was sent.
-    #[error("the agent at {url} cannot take this task, so nothing was sent: {missing}")]
-    Unsuitable { url: String, missing: String },
-    /// Widen the preferences, or call another agent; nothing was sent.
-    #[error("the card at {url} names no interface this client can call: {reason}")]
-    NoInterface { url: String, reason: String },
-    /// The request itself is wrong for the agent: change it, do not retry it.
-    #[error("the agent at {url} refused the message, and a retry will not help: {error}")]
-    Refused { url: String, error: A2AError },
-    /// The agent is down or overloaded: try again later.
-    #[error("the agent at {url} did not take the message in {attempts} attempts; last: {last}")]
-    Unavailable {
-        url: String,
-        attempts: u32,
-        last: String,
-    },
-    #[error("task {task_id} sent no news for {}s and was given up: {cancel}", idle.as_secs_f32())]
-    Stalled {
-        task_id: String,
-        idle: Duration,
-        cancel: Cancellation,
-    },
-    #[error("task {task_id} ran over its budget of {}s and was given up: {cancel}", budget.as_secs_f32())]
-    OverBudget {
-        task_id: String,
-        budget: Duration,
-        cancel: Cancellation,
-    },
-    /// The agent no longer knows the task: read it, or submit again.
-    #[error("task {task_id} can no longer be followed: {error}")]
-    Lost { task_id: String, error: CallError },
-}
 
 /// A card checked for this caller, and the transport its chosen interface gives.
 #[derive(Clone, Debug)]
@@ -431,79 +294,4 @@ impl Driver {
 enum Attempt {
     Again(String),
     Final(DriveError),
-}
-
-/// What the card lacks of what the caller needs, if anything.
-fn offers(card: &AgentCard, settings: &DriveSettings) -> Result<(), String> {
-    let mut missing: Vec<String> = meets(card, &settings.required).err().into_iter().collect();
-    let wanted = &settings.output_modes;
-    let mut produced = card
-        .default_output_modes
-        .iter()
-        .chain(card.skills.iter().flat_map(|s| &s.output_modes));
-    if !wanted.is_empty() && !produced.any(|m| wanted.iter().any(|w| w.eq_ignore_ascii_case(m))) {
-        missing.push(format!(
-            "the agent produces none of the output modes {wanted:?}"
-        ));
-    }
-    match missing.is_empty() {
-        true => Ok(()),
-        false => Err(missing.join("; ")),
-    }
-}
-
-/// Whether following can stop: the task ended, waits for auth (out of band: returned,
-/// not waited on), or asks a question other than the one `answered`.
-fn settled(task: &Task, answered: Option<&QuestionKey>) -> bool {
-    let state = task.status.state;
-    let asks = state == TaskState::InputRequired && answered != Some(&question_key(task));
-    state.is_terminal() || state == TaskState::AuthRequired || asks
-}
-
-/// What tells one input request from the next: its message and when it was made.
-type QuestionKey = (Option<String>, Option<String>);
-
-fn question_key(task: &Task) -> QuestionKey {
-    let status = &task.status;
-    let message = status.message.as_ref().map(|m| m.message_id.clone());
-    (message, status.timestamp.map(|t| t.to_rfc3339()))
-}
-
-/// The question of a task that waits for input: its status message, or an empty one
-/// from an agent that asks without saying what.
-fn question_of(task: &Task) -> Message {
-    let asked = task.status.message.clone();
-    asked.unwrap_or_else(|| Message::agent_text(""))
-}
-
-/// The message that answers `task`'s question, on its task and context.
-fn follow_up(answer: Answer, task: &Task) -> Message {
-    let mut message = match answer {
-        Answer::Text(text) => user_text(text),
-        Answer::Message(message) => message,
-    };
-    message.task_id = Some(task.id.clone());
-    message.context_id = Some(task.context_id.clone());
-    message
-}
-
-/// The task as an event leaves it.
-fn apply(task: &mut Task, event: StreamResponse) {
-    match event {
-        StreamResponse::Task(read) => *task = read,
-        StreamResponse::StatusUpdate(update) => task.status = update.status,
-        StreamResponse::ArtifactUpdate(update) => {
-            let artifact = update.artifact;
-            let known = task
-                .artifacts
-                .iter_mut()
-                .find(|a| a.artifact_id == artifact.artifact_id);
-            match known {
-                Some(known) if update.append => known.parts.extend(artifact.parts),
-                Some(known) => *known = artifact,
-                None => task.artifacts.push(artifact),
-            }
-        }
-        StreamResponse::Message(message) => task.history.push(message),
-    }
 }
