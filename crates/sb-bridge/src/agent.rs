@@ -333,6 +333,7 @@ impl BridgeAgent {
                 }
             };
             if let Some(ended) = self.step(mirror, event).await {
+                follower.finish();
                 return ended;
             }
         }

@@ -17,6 +17,9 @@ use crate::transport::{CallError, EventStream, Transport};
 /// Subscriptions that may fail in a row before the follower falls back to polling.
 const SUBSCRIBE_ATTEMPTS: u32 = 3;
 
+/// How long a finished follower's stream may take to end by itself.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How a task is followed.
 #[derive(Clone, Debug)]
 pub struct FollowSettings {
@@ -132,6 +135,20 @@ impl<'a> Follower<'a> {
     pub fn after_event(mut self, last_event_id: Option<String>) -> Self {
         self.last_event_id = last_event_id;
         self
+    }
+
+    /// Done following: a stream still open is read to its end in the background (the
+    /// server closes it once the task has ended or waits), at most [`DRAIN_TIMEOUT`], so
+    /// that its connection goes back to the pool. Dropped mid-body, the connection would
+    /// be closed, and the next call would pay a new one (a new connection costs the
+    /// Python SDK's server about as much CPU as half a request).
+    pub fn finish(self) {
+        if let Some(mut stream) = self.stream {
+            tokio::spawn(async move {
+                let drained = async { while stream.next().await.is_some() {} };
+                let _ = tokio::time::timeout(DRAIN_TIMEOUT, drained).await;
+            });
+        }
     }
 
     /// The id of the last event taken from a stream.

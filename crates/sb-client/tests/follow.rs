@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures::StreamExt;
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_client::interface::{Binding, Chosen};
 use sb_client::{CallError, Placement, connect};
@@ -119,4 +120,71 @@ async fn a_task_not_found_inside_the_stream_is_lost() {
         "{error:?}"
     );
     assert_eq!(calls.resubscribe.load(Ordering::SeqCst), 1);
+}
+
+/// A server whose subscription streams the task, completed, and ends its stream a
+/// moment later (as servers do once a task has ended); it records the client port of
+/// each request, one per connection.
+async fn ending_server() -> (String, Arc<std::sync::Mutex<Vec<u16>>>) {
+    use axum::extract::ConnectInfo;
+    use axum::http::header::CONTENT_TYPE;
+    use axum::routing::post;
+    use std::net::SocketAddr;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let ports: Arc<std::sync::Mutex<Vec<u16>>> = Arc::default();
+    let seen = ports.clone();
+    let app = axum::Router::new().route(
+        "/rpc",
+        post(
+            move |ConnectInfo(peer): ConnectInfo<SocketAddr>,
+                  axum::Json(request): axum::Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push(peer.port());
+                    let task = json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                        "kind": "task", "id": "t1", "contextId": "c1",
+                        "status": {"state": "completed"}}});
+                    let frames = futures::stream::iter([Ok::<_, std::io::Error>(format!(
+                        "data: {task}\n\n"
+                    ))])
+                    .chain(futures::stream::once(async {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        Ok(String::new())
+                    }));
+                    (
+                        [(CONTENT_TYPE, "text/event-stream")],
+                        axum::body::Body::from_stream(frames),
+                    )
+                }
+            },
+        ),
+    );
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
+    (format!("{base}/rpc"), ports)
+}
+
+/// A finished follower lets its stream end instead of dropping it mid-body, so the
+/// next call goes over the same connection (for a server on the Python SDK, a new
+/// connection costs about as much as half a request).
+#[tokio::test]
+async fn a_finished_follower_leaves_its_connection_to_the_next_call() {
+    let (url, ports) = ending_server().await;
+    let transport = legacy(url);
+    for _ in 0..3 {
+        let mut follower = Follower::new(&*transport, "t1", settings());
+        let news = follower.next().await.unwrap();
+        assert!(matches!(news, StreamResponse::Task(_)), "{news:?}");
+        follower.finish();
+        // The server ends the stream 100 ms after its last event.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let ports = ports.lock().unwrap().clone();
+    assert_eq!(ports.len(), 3, "{ports:?}");
+    assert!(
+        ports.iter().all(|p| *p == ports[0]),
+        "one connection each: {ports:?}"
+    );
 }

@@ -162,6 +162,7 @@ impl Driver {
                 Err(_) => return Err(self.over_budget(connection, &task_id).await),
             }
         }
+        follower.finish();
         Ok(())
     }
 
