@@ -38,8 +38,9 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
 
     /// What a first message opens, decided before any task exists: by default a task,
     /// or the [`Agent::direct_reply`]. An agent that only learns the answer's kind by
-    /// doing work (the bridge asks its upstream) does that work here.
-    async fn open(&self, message: &Message) -> Result<Opening, A2AError> {
+    /// doing work (the bridge asks its upstream) does that work here, the way `caller`
+    /// takes the answer.
+    async fn open(&self, message: &Message, _caller: Caller) -> Result<Opening, A2AError> {
         Ok(match self.direct_reply(message) {
             Some(reply) => Opening::Reply(reply),
             None => Opening::Task(None),
@@ -47,6 +48,17 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
     }
 
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
+}
+
+/// How the caller of a conversation's first message takes the answer, for an agent
+/// that passes the message on ([`Agent::open`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A blocking send: the caller waits, at most `patience`, for the task to end or
+    /// ask for something, and learns of it only then.
+    Waits { patience: std::time::Duration },
+    /// A non-blocking send or a stream: the caller follows the task as it goes.
+    Follows,
 }
 
 /// What a conversation's first message opens ([`Agent::open`]).

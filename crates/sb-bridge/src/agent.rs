@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use sb_agent::{Agent, AgentDescriptor, AgentError, Opening, Reporter, TaskContext, async_trait};
+use sb_agent::{
+    Agent, AgentDescriptor, AgentError, Caller, Opening, Reporter, TaskContext, async_trait,
+};
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_protocol::card::RESUME_EXTENSION;
 use sb_protocol::{A2AError, Message, StreamResponse, TaskPushNotificationConfig, TaskState};
@@ -97,8 +99,10 @@ impl Agent for BridgeAgent {
 
     /// Sends the first message upstream: a message-only reply stays a message; else the
     /// task is made linked to the upstream task (or to the refusal, which the turn
-    /// turns into a rejection).
-    async fn open(&self, message: &Message) -> Result<Opening, A2AError> {
+    /// turns into a rejection). A caller who waits for the end has the message sent as
+    /// a blocking call, within its patience and the task's budget; one who follows the
+    /// task has it streamed, so that the task is there to follow at once.
+    async fn open(&self, message: &Message, caller: Caller) -> Result<Opening, A2AError> {
         let connection = match self.upstream.connect().await {
             Ok(connection) => connection,
             Err(reason) => {
@@ -108,8 +112,17 @@ impl Agent for BridgeAgent {
             }
         };
         let mut link = self.new_link(Some(&connection), message);
-        let timeout = self.upstream.call_timeout();
-        let answer = match forward::send(&connection, message, &link, timeout).await {
+        let sent = match caller {
+            Caller::Waits { patience } => {
+                let patience = patience.min(self.upstream.settings.budget());
+                forward::send_blocking(&connection, message, &link, patience).await
+            }
+            Caller::Follows => {
+                let timeout = self.upstream.call_timeout();
+                forward::send(&connection, message, &link, timeout).await
+            }
+        };
+        let answer = match sent {
             Ok(answer) => answer,
             Err(error) => {
                 link.refused = Some(forward::refusal(&error));

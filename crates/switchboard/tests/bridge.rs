@@ -59,6 +59,21 @@ fn bridged(base: &str) -> String {
     format!("{base}/agents/bridged/a2a")
 }
 
+/// Calls of `operation` the Switchboard at `base` answered, by its metrics.
+async fn upstream_calls(base: &str, operation: &str) -> u64 {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let label = format!("operation=\"{operation}\"");
+    text.lines()
+        .filter(|l| l.starts_with("switchboard_requests_total{") && l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
     rpc_at(&bridged(base), method, params).await
 }
@@ -162,8 +177,29 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
         "{card}"
     );
 
-    // A blocking send: the upstream task's artifact and status, and the link.
+    // A blocking send: the upstream task's artifact and status, and the link. It goes
+    // upstream as a blocking send too (one plain request), where a caller who follows
+    // the task has it streamed.
+    let (sends, streams) = (
+        upstream_calls(&up, "SendMessage").await,
+        upstream_calls(&up, "SendStreamingMessage").await,
+    );
     let task = send(&base, "hello upstream", "m-echo", true).await;
+    assert_eq!(upstream_calls(&up, "SendMessage").await, sends + 1);
+    assert_eq!(upstream_calls(&up, "SendStreamingMessage").await, streams);
+    let followed = send(&base, "hello again", "m-echo-2", false).await;
+    until_state(
+        &base,
+        followed["id"].as_str().unwrap(),
+        "TASK_STATE_COMPLETED",
+        10,
+    )
+    .await;
+    assert_eq!(
+        upstream_calls(&up, "SendStreamingMessage").await,
+        streams + 1
+    );
+    assert_eq!(upstream_calls(&up, "SendMessage").await, sends + 1);
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(
         task["artifacts"][0]["parts"][0]["text"], "hello upstream",

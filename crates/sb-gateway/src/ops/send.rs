@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use sb_agent::{Opening, TurnOver};
+use sb_agent::{Caller, Opening, TurnOver};
 use sb_protocol::requests::{SendMessageRequest, history_limit};
 use sb_protocol::{
     A2AError, ErrorKind, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig,
@@ -91,7 +91,11 @@ async fn start_turn(
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
     }
-    let metadata = match state.runner.open(&scope.agent, &message).await? {
+    let caller = match wait {
+        Some(patience) => Caller::Waits { patience },
+        None => Caller::Follows,
+    };
+    let metadata = match state.runner.open(&scope.agent, &message, caller).await? {
         Opening::Reply(mut reply) => {
             let context_id = message.context_id.clone().filter(|c| !c.is_empty());
             reply.context_id = Some(context_id.unwrap_or_else(new_id));
