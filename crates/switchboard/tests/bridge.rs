@@ -603,3 +603,47 @@ async fn an_upstream_that_does_not_stream_is_followed_by_its_push_notifications(
         .unwrap();
     assert_eq!(forged.status(), 404);
 }
+
+/// The upstream's card is signed (every Switchboard signs its cards), but not with the
+/// keys the bridge was told to trust (another Switchboard's): the card is refused, the
+/// reason in the registry entry, and messages are rejected; with the upstream's own keys
+/// it is accepted and the entry names the key that signed it.
+#[tokio::test]
+async fn an_upstream_card_whose_signature_does_not_verify_is_refused() {
+    let (_upstream, up) = upstream().await;
+    let (_other, other) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let untrusted = format!("jwks_url = \"{other}/.well-known/jwks.json\"");
+    let config = bridge_config(&dir, &format!("{up}/agents/bench"), &untrusted);
+    let port = free_port();
+    let bridge_process = bridge(port, &config, &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let refused = entry["upstream"]["refused"].as_str().unwrap_or_default();
+    assert!(refused.contains("does not verify"), "{entry}");
+    let task = send(&base, "hello", "m-unverified", true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{task}");
+    drop(bridge_process);
+
+    let trusted = format!("jwks_url = \"{up}/.well-known/jwks.json\"");
+    let config = bridge_config(&dir, &format!("{up}/agents/bench"), &trusted);
+    let port = free_port();
+    let data = tempfile::tempdir().unwrap();
+    let _bridge = bridge(port, &config, &data).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(entry["upstream"]["refused"].is_null(), "{entry}");
+    assert!(entry["upstream"]["signedBy"].is_string(), "{entry}");
+    let task = send(&base, "hello", "m-verified", true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+}
