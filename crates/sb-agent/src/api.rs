@@ -38,16 +38,26 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
 
     /// What a first message opens, decided before any task exists: by default a task,
     /// or the [`Agent::direct_reply`]. An agent that only learns the answer's kind by
-    /// doing work (the bridge asks its upstream) does that work here, the way `caller`
-    /// takes the answer.
-    async fn open(&self, message: &Message, _caller: Caller) -> Result<Opening, A2AError> {
-        Ok(match self.direct_reply(message) {
+    /// doing work (the bridge asks its upstream) does that work here, the way the
+    /// caller takes the answer.
+    async fn open(&self, first: FirstMessage<'_>) -> Result<Opening, A2AError> {
+        Ok(match self.direct_reply(first.message) {
             Some(reply) => Opening::Reply(reply),
             None => Opening::Task(None),
         })
     }
 
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
+}
+
+/// A conversation's first message, as [`Agent::open`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct FirstMessage<'a> {
+    /// The message; its `contextId` is set (the caller's, or the one its task will get).
+    pub message: &'a Message,
+    /// Whose conversation it is: the principal, empty without authentication.
+    pub owner: &'a str,
+    pub caller: Caller,
 }
 
 /// How the caller of a conversation's first message takes the answer, for an agent

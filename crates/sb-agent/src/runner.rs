@@ -12,7 +12,7 @@ use sb_store::TaskRecord;
 use sb_store::backoff::Backoff;
 use sb_tasks::{NewTask, TaskService};
 
-use crate::api::{Caller, Opening};
+use crate::api::{FirstMessage, Opening};
 
 /// Resolves when an agent's turn is over or its task has ended, whichever comes first
 /// (or once that can no longer be known), with the task as it then stood when the runner
@@ -34,12 +34,7 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     /// What `agent` makes of a conversation's first message before any task exists
     /// ([`crate::Agent::open`]): a task (the default where the agent's code is not
     /// here), or a direct reply.
-    async fn open(
-        &self,
-        agent: &str,
-        message: &Message,
-        caller: Caller,
-    ) -> Result<Opening, A2AError>;
+    async fn open(&self, agent: &str, first: FirstMessage<'_>) -> Result<Opening, A2AError>;
     /// Starts (or durably queues) a turn of the task's agent for `message`, and how to
     /// know it is over. Dropping the [`TurnOver`] does not stop the turn.
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError>;
@@ -94,14 +89,9 @@ impl TurnRunner for crate::AgentHost {
         self.roster().serves(agent)
     }
 
-    async fn open(
-        &self,
-        agent: &str,
-        message: &Message,
-        caller: Caller,
-    ) -> Result<Opening, A2AError> {
+    async fn open(&self, agent: &str, first: FirstMessage<'_>) -> Result<Opening, A2AError> {
         match self.agent(agent) {
-            Some(code) => code.open(message, caller).await,
+            Some(code) => code.open(first).await,
             None => Ok(Opening::Task(None)),
         }
     }

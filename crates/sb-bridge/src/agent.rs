@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use sb_agent::{
-    Agent, AgentDescriptor, AgentError, Caller, Opening, Reporter, TaskContext, async_trait,
+    Agent, AgentDescriptor, AgentError, Caller, FirstMessage, Opening, Reporter, TaskContext,
+    async_trait,
 };
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_protocol::card::RESUME_EXTENSION;
@@ -23,7 +24,7 @@ use sb_protocol::{A2AError, Message, StreamResponse, TaskPushNotificationConfig,
 use tracing::Instrument;
 
 use crate::forward::{self, Answer, Opened};
-use crate::link::{Link, skill_of};
+use crate::link::{Link, skill_of, upstream_context};
 use crate::mirror::{Mirror, Mirrored};
 use crate::push::{PushReceiver, PushWatch};
 use crate::upstream::{Connection, Upstream};
@@ -102,7 +103,8 @@ impl Agent for BridgeAgent {
     /// turns into a rejection). A caller who waits for the end has the message sent as
     /// a blocking call, within its patience and the task's budget; one who follows the
     /// task has it streamed, so that the task is there to follow at once.
-    async fn open(&self, message: &Message, caller: Caller) -> Result<Opening, A2AError> {
+    async fn open(&self, first: FirstMessage<'_>) -> Result<Opening, A2AError> {
+        let message = first.message;
         let connection = match self.upstream.connect().await {
             Ok(connection) => connection,
             Err(reason) => {
@@ -112,7 +114,10 @@ impl Agent for BridgeAgent {
             }
         };
         let mut link = self.new_link(Some(&connection), message);
-        let sent = match caller {
+        if let Some(context_id) = &message.context_id {
+            link.upstream_context_id = Some(upstream_context(first.owner, context_id));
+        }
+        let sent = match first.caller {
             Caller::Waits { patience } => {
                 let patience = patience.min(self.upstream.settings.budget());
                 forward::send_blocking(&connection, message, &link, patience).await

@@ -68,10 +68,42 @@ impl Link {
     }
 }
 
+/// The upstream context of a Switchboard conversation: the same for every task of the
+/// conversation, so the upstream agent sees them as one conversation too, and different
+/// for every owner (one owner naming another's context reaches none of it upstream),
+/// without a lookup: a UUID made from SHA-256 of the owner and the context.
+pub fn upstream_context(owner: &str, context_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(owner.as_bytes())
+        .chain_update([0])
+        .chain_update(context_id.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Uuid::new_v8(bytes).to_string()
+}
+
 /// The skill a message asks for, by the fleet guide's metadata keys.
 pub fn skill_of(metadata: Option<&Metadata>) -> Option<String> {
     let metadata = metadata?;
     ["skill", "skillHint"]
         .iter()
         .find_map(|key| metadata.get(*key)?.as_str().map(str::to_owned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upstream_context;
+
+    #[test]
+    fn a_conversation_has_one_upstream_context_per_owner() {
+        let first = upstream_context("alice", "ctx-1");
+        assert_eq!(first, upstream_context("alice", "ctx-1"));
+        assert!(uuid::Uuid::parse_str(&first).is_ok(), "{first}");
+        assert_ne!(first, upstream_context("bob", "ctx-1"));
+        assert_ne!(first, upstream_context("alice", "ctx-2"));
+        // The separator keeps owner and context apart: "ab"+"c" is not "a"+"bc".
+        assert_ne!(upstream_context("ab", "c"), upstream_context("a", "bc"));
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use sb_agent::{AgentHost, Caller, Opening, TurnOver, TurnRunner};
+use sb_agent::{AgentHost, FirstMessage, Opening, TurnOver, TurnRunner};
 use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::router;
 use sb_protocol::{A2AError, Message};
@@ -411,13 +411,8 @@ impl TurnRunner for UnsavedEnds {
         TurnRunner::serves(&self.0, agent)
     }
 
-    async fn open(
-        &self,
-        agent: &str,
-        message: &Message,
-        caller: Caller,
-    ) -> Result<Opening, A2AError> {
-        TurnRunner::open(&self.0, agent, message, caller).await
+    async fn open(&self, agent: &str, first: FirstMessage<'_>) -> Result<Opening, A2AError> {
+        TurnRunner::open(&self.0, agent, first).await
     }
 
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError> {

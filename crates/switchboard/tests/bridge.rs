@@ -188,7 +188,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     assert_eq!(upstream_calls(&up, "SendMessage").await, sends + 1);
     assert_eq!(upstream_calls(&up, "SendStreamingMessage").await, streams);
     let followed = send(&base, "hello again", "m-echo-2", false).await;
-    until_state(
+    let followed = until_state(
         &base,
         followed["id"].as_str().unwrap(),
         "TASK_STATE_COMPLETED",
@@ -210,6 +210,25 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     assert_eq!(link["outcome"], "completed", "{link}");
     assert_eq!(link["cardHash"].as_str().unwrap().len(), 64, "{link}");
     let bench = format!("{up}/agents/bench");
+
+    // The next task of the same conversation is in the same conversation upstream; a
+    // new conversation is a new one there.
+    let in_context = json!({"message": {"messageId": "m-echo-ctx", "role": "ROLE_USER",
+        "contextId": task["contextId"], "parts": [{"text": "same conversation"}]}});
+    let next = rpc(&base, "SendMessage", in_context).await["result"]["task"].clone();
+    assert_eq!(next["contextId"], task["contextId"], "{next}");
+    let next_link = &next["metadata"]["switchboard.bridge"];
+    let upstream_context = &link["upstreamContextId"];
+    assert_eq!(&next_link["upstreamContextId"], upstream_context, "{next}");
+    assert_ne!(next_link["upstreamTaskId"], link["upstreamTaskId"]);
+    let upstream_next = get(&bench, next_link["upstreamTaskId"].as_str().unwrap()).await;
+    assert_eq!(
+        &upstream_next["contextId"], upstream_context,
+        "{upstream_next}"
+    );
+    let other = &followed["metadata"]["switchboard.bridge"]["upstreamContextId"];
+    assert!(other.is_string() && other != upstream_context, "{followed}");
+
     let upstream_task = get(&bench, upstream_id).await;
     assert_eq!(
         upstream_task["status"]["state"], "TASK_STATE_COMPLETED",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use sb_agent::{Caller, Opening, TurnOver};
+use sb_agent::{Caller, FirstMessage, Opening, TurnOver};
 use sb_protocol::requests::{SendMessageRequest, history_limit};
 use sb_protocol::{
     A2AError, ErrorKind, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig,
@@ -91,14 +91,24 @@ async fn start_turn(
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
     }
+    let mut message = message;
+    // The conversation's context is known before the agent opens it (a bridge names
+    // its upstream's context after it), and is the task's or the reply's.
+    if message.context_id.as_deref().is_none_or(str::is_empty) {
+        message.context_id = Some(new_id());
+    }
     let caller = match wait {
         Some(patience) => Caller::Waits { patience },
         None => Caller::Follows,
     };
-    let metadata = match state.runner.open(&scope.agent, &message, caller).await? {
+    let first = FirstMessage {
+        message: &message,
+        owner: &scope.owner,
+        caller,
+    };
+    let metadata = match state.runner.open(&scope.agent, first).await? {
         Opening::Reply(mut reply) => {
-            let context_id = message.context_id.clone().filter(|c| !c.is_empty());
-            reply.context_id = Some(context_id.unwrap_or_else(new_id));
+            reply.context_id = message.context_id.clone();
             return Ok(Started::Reply(Box::new(reply)));
         }
         Opening::Task(None) => req.metadata.clone(),

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{Caller, Opening, TurnOver, TurnRunner, read_until_settled};
+use sb_agent::{FirstMessage, Opening, TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::{A2AError, Message, TaskState};
 use sb_store::{EventBus, TaskRecord, WorkItem, WorkQueue};
 use sb_tasks::{Scope, TaskService, TaskUpdate};
@@ -35,12 +35,7 @@ impl TurnRunner for QueueRunner {
     }
 
     /// Decided at the edge, where the agent's code is known; the queue has none.
-    async fn open(
-        &self,
-        _agent: &str,
-        _message: &Message,
-        _caller: Caller,
-    ) -> Result<Opening, A2AError> {
+    async fn open(&self, _agent: &str, _first: FirstMessage<'_>) -> Result<Opening, A2AError> {
         Ok(Opening::Task(None))
     }
 

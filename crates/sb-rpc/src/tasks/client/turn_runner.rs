@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use sb_agent::{Caller, Opening, TurnOver, TurnRunner, read_until_settled};
+use sb_agent::{FirstMessage, Opening, TurnOver, TurnRunner, read_until_settled};
 use sb_protocol::{A2AError, Message};
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskService};
@@ -27,14 +27,9 @@ impl TurnRunner for TaskStateClient {
         self.local_agents.serves(agent)
     }
 
-    async fn open(
-        &self,
-        agent: &str,
-        message: &Message,
-        caller: Caller,
-    ) -> Result<Opening, A2AError> {
+    async fn open(&self, agent: &str, first: FirstMessage<'_>) -> Result<Opening, A2AError> {
         match self.local_agents.code(agent) {
-            Some(code) => code.open(message, caller).await,
+            Some(code) => code.open(first).await,
             None => Ok(Opening::Task(None)),
         }
     }
