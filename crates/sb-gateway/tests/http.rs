@@ -238,6 +238,83 @@ async fn direct_message_replies_create_no_task() {
     assert!(v["result"].get("task").is_none());
 }
 
+/// A send whose inline push config is refused (a private address here) leaves nothing
+/// behind: no task the caller never heard of, stuck where no turn will ever run it; and
+/// a follow-up with such a config leaves its task as it was.
+#[tokio::test]
+async fn a_refused_inline_push_config_leaves_no_task() {
+    let app = app();
+    let refused = json!({"taskPushNotificationConfig": {"url": "http://10.1.2.3/hook"}});
+    let mut message = user_message("inline-push-1", "hi");
+    message["contextId"] = json!("ctx-inline-push");
+    let v = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "SendMessage",
+        json!({"message": message, "configuration": refused}),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("10.1.2.3"),
+        "{v}"
+    );
+    let listed = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "ListTasks",
+        json!({"contextId": "ctx-inline-push"}),
+    )
+    .await;
+    assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+
+    // A task waiting for input, answered with a refused config: still waiting.
+    let asked = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        Some("1.0"),
+        "SendMessage",
+        json!({"message": user_message("tck-input-required-9", "hi")}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asked}"
+    );
+    let mut answer = user_message("inline-push-3", "more");
+    answer["taskId"] = task["id"].clone();
+    let v = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        Some("1.0"),
+        "SendMessage",
+        json!({"message": answer, "configuration": refused}),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let read = rpc(
+        &app,
+        "/agents/conformance/a2a",
+        Some("1.0"),
+        "GetTask",
+        json!({"id": task["id"]}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{read}"
+    );
+    // The refused answer did not join the history.
+    assert_eq!(
+        read["result"]["history"].as_array().unwrap().len(),
+        1,
+        "{read}"
+    );
+}
+
 #[tokio::test]
 async fn cancel_twice_differs_by_version() {
     let app = app();

@@ -52,6 +52,15 @@ async fn start_turn(
             ),
         ));
     }
+    // An inline push config is checked before anything changes: refused after the task
+    // was made or resumed, it would leave a task no turn ever runs.
+    if let Some(config) = req
+        .configuration
+        .as_ref()
+        .and_then(|c| c.task_push_notification_config.as_ref())
+    {
+        state.push.check(config).await?;
+    }
     let message = req.message.clone();
     if let Some(task_id) = message.task_id.clone().filter(|t| !t.is_empty()) {
         let existing = state.tasks.get(scope, &task_id).await?;

@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use sb_protocol::requests::validate_push_url;
 use sb_protocol::{A2AError, ErrorKind, TaskPushNotificationConfig, Version, new_id};
 use sb_store::{PushConfigRecord, PushConfigStore, StoreError};
 use sb_tasks::{Scope, TaskService};
 
-use super::{MAX_CONFIGS_PER_TASK, PushConfigService};
+use super::{MAX_CONFIGS_PER_TASK, PushConfigService, check_fields};
 use crate::ssrf::AddressPolicy;
 
 #[derive(Debug, Clone)]
@@ -43,6 +42,15 @@ impl LocalPushConfigs {
 
 #[async_trait]
 impl PushConfigService for LocalPushConfigs {
+    async fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), A2AError> {
+        check_fields(config)?;
+        self.policy
+            .check_target(&config.url)
+            .await
+            .map_err(|reason| A2AError::invalid_field("url", reason))
+            .map(drop)
+    }
+
     async fn create(
         &self,
         scope: &Scope,
@@ -50,40 +58,7 @@ impl PushConfigService for LocalPushConfigs {
         version: Version,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         let task = self.tasks.get(scope, &config.task_id).await?;
-        validate_push_url(&config.url, "url")?;
-        self.policy
-            .check_target(&config.url)
-            .await
-            .map_err(|reason| A2AError::invalid_field("url", reason))?;
-        for (field, value) in [
-            ("token", config.token.as_deref()),
-            (
-                "authentication.scheme",
-                config.authentication.as_ref().map(|a| a.scheme.as_str()),
-            ),
-            (
-                "authentication.credentials",
-                config
-                    .authentication
-                    .as_ref()
-                    .and_then(|a| a.credentials.as_deref()),
-            ),
-        ] {
-            if value.is_some_and(|v| v.chars().any(char::is_control)) {
-                return Err(A2AError::invalid_field(
-                    field,
-                    "must not contain control characters (they would break the webhook's headers)",
-                ));
-            }
-        }
-        if let Some(auth) = &config.authentication
-            && auth.scheme.trim().is_empty()
-        {
-            return Err(A2AError::invalid_field(
-                "authentication.scheme",
-                "is required when authentication is given",
-            ));
-        }
+        self.check(&config).await?;
         let id = config
             .id
             .clone()
