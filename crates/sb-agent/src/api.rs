@@ -47,6 +47,10 @@ pub trait Agent: Send + Sync + std::fmt::Debug + 'static {
         })
     }
 
+    /// The task [`Agent::open`] added `metadata` for was not made after all (a limit,
+    /// the store): undo what the open started for it. By default nothing.
+    async fn abandon(&self, _metadata: &Metadata) {}
+
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError>;
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use sb_protocol::{A2AError, Message};
+use sb_protocol::{A2AError, Message, Metadata};
 use sb_store::TaskRecord;
 use sb_store::backoff::Backoff;
 use sb_tasks::{NewTask, TaskService};
@@ -35,6 +35,8 @@ pub trait TurnRunner: Send + Sync + std::fmt::Debug + 'static {
     /// ([`crate::Agent::open`]): a task (the default where the agent's code is not
     /// here), or a direct reply.
     async fn open(&self, agent: &str, first: FirstMessage<'_>) -> Result<Opening, A2AError>;
+    /// The task `agent`'s open added `metadata` for was not made ([`crate::Agent::abandon`]).
+    async fn abandon(&self, _agent: &str, _metadata: &Metadata) {}
     /// Starts (or durably queues) a turn of the task's agent for `message`, and how to
     /// know it is over. Dropping the [`TurnOver`] does not stop the turn.
     async fn dispatch(&self, record: &TaskRecord, message: Message) -> Result<TurnOver, A2AError>;
@@ -93,6 +95,12 @@ impl TurnRunner for crate::AgentHost {
         match self.agent(agent) {
             Some(code) => code.open(first).await,
             None => Ok(Opening::Task(None)),
+        }
+    }
+
+    async fn abandon(&self, agent: &str, metadata: &Metadata) {
+        if let Some(code) = self.agent(agent) {
+            code.abandon(metadata).await;
         }
     }
 

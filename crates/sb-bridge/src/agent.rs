@@ -20,7 +20,9 @@ use sb_agent::{
 };
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_protocol::card::RESUME_EXTENSION;
-use sb_protocol::{A2AError, Message, StreamResponse, TaskPushNotificationConfig, TaskState};
+use sb_protocol::{
+    A2AError, Message, Metadata, StreamResponse, TaskPushNotificationConfig, TaskState,
+};
 use tracing::Instrument;
 
 use crate::forward::{self, Answer, Opened};
@@ -146,6 +148,42 @@ impl Agent for BridgeAgent {
         link.forwarded.push(message.message_id.clone());
         self.opened.keep(&task_id, answer);
         Ok(Opening::Task(Some(link.entry())))
+    }
+
+    /// The task was not made after the upstream took its first message: the upstream
+    /// task is canceled, in the background (the caller already has its answer).
+    async fn abandon(&self, metadata: &Metadata) {
+        let Some(link) = Link::in_metadata(metadata) else {
+            return;
+        };
+        let Some(task_id) = link.upstream_task_id else {
+            return;
+        };
+        let _ = self.opened.take(&task_id);
+        let upstream = self.upstream.clone();
+        tokio::spawn(async move {
+            let canceled = match upstream.connect().await {
+                Ok(connection) => {
+                    let timeout = upstream.call_timeout();
+                    let cancel = connection.transport.cancel_task(&task_id);
+                    match tokio::time::timeout(timeout, cancel).await {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(_) => Err("no answer in time".to_owned()),
+                    }
+                }
+                Err(reason) => Err(reason),
+            };
+            match canceled {
+                Ok(()) => tracing::info!(
+                    task_id,
+                    "canceled an upstream task whose task here was not made"
+                ),
+                Err(error) => {
+                    tracing::info!(task_id, %error, "could not cancel an upstream task whose task here was not made")
+                }
+            }
+        });
     }
 
     async fn execute(&self, ctx: TaskContext, reporter: Reporter) -> Result<(), AgentError> {

@@ -49,8 +49,12 @@ pub struct Link {
 impl Link {
     /// The link stored on `task`, if it has one.
     pub fn of(task: &Task) -> Option<Link> {
-        let value = task.metadata.as_ref()?.get(LINK_KEY)?;
-        serde_json::from_value(value.clone()).ok()
+        Link::in_metadata(task.metadata.as_ref()?)
+    }
+
+    /// The link among `metadata`'s entries, if they hold one.
+    pub fn in_metadata(metadata: &Metadata) -> Option<Link> {
+        serde_json::from_value(metadata.get(LINK_KEY)?.clone()).ok()
     }
 
     /// The metadata entry that stores this link.

@@ -666,3 +666,54 @@ async fn an_upstream_card_whose_signature_does_not_verify_is_refused() {
     let task = send(&base, "hello", "m-verified", true).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
 }
+
+/// A message the upstream took, whose task here is then refused (the caller is at its
+/// limit of tasks in flight): the caller gets the refusal, and the upstream task the
+/// open started is canceled rather than left running for nobody.
+#[tokio::test]
+async fn an_upstream_task_whose_task_here_was_refused_is_canceled() {
+    let (_upstream, up) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("limited.toml");
+    let toml = format!(
+        "max_tasks_in_flight_per_principal = 1\ndefault_agent = \"bridged\"\n[[agents]]\nname = \"bridged\"\nkind = \"a2a\"\nurl = \"{up}/agents/bench\"\n"
+    );
+    std::fs::write(&path, toml).unwrap();
+    let port = free_port();
+    let _bridge = bridge(port, path.to_str().unwrap(), &dir).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let held = send(&base, "hold", "m-held", false).await;
+    until_state(
+        &base,
+        held["id"].as_str().unwrap(),
+        "TASK_STATE_WORKING",
+        10,
+    )
+    .await;
+    let params =
+        json!({"message": message("hold", "m-over"), "configuration": {"returnImmediately": true}});
+    let refused = rpc(&base, "SendMessage", params).await;
+    assert!(refused.get("error").is_some(), "{refused}");
+
+    let bench = format!("{up}/agents/bench");
+    let mut states = Vec::new();
+    for _ in 0..50 {
+        let listed = rpc_at(&bench, "ListTasks", json!({})).await;
+        states = listed["result"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["status"]["state"].as_str().unwrap().to_owned())
+            .collect();
+        if states.iter().any(|s| s == "TASK_STATE_CANCELED") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    states.sort();
+    assert_eq!(
+        states,
+        ["TASK_STATE_CANCELED", "TASK_STATE_WORKING"],
+        "the upstream's tasks"
+    );
+}

@@ -115,16 +115,16 @@ async fn start_turn(
         owner: &scope.owner,
         caller,
     };
-    let metadata = match state.runner.open(&scope.agent, first).await? {
+    let (metadata, opened) = match state.runner.open(&scope.agent, first).await? {
         Opening::Reply(mut reply) => {
             reply.context_id = message.context_id.clone();
             return Ok(Started::Reply(Box::new(reply)));
         }
-        Opening::Task(None) => req.metadata.clone(),
+        Opening::Task(None) => (req.metadata.clone(), None),
         Opening::Task(Some(added)) => {
             let mut metadata = req.metadata.clone().unwrap_or_default();
-            metadata.extend(added);
-            Some(metadata)
+            metadata.extend(added.clone());
+            (Some(metadata), Some(added))
         }
     };
     let new = NewTask {
@@ -132,6 +132,24 @@ async fn start_turn(
         message,
         metadata,
     };
+    let started = start_new(state, scope, req, version, wait, new).await;
+    if let (true, Some(opened)) = (started.is_err(), opened) {
+        // What the agent started for a task that was not made (a limit, the store) is
+        // its to undo: a bridge cancels the upstream task it opened.
+        state.runner.abandon(&scope.agent, &opened).await;
+    }
+    started
+}
+
+/// Creates the task a first message opened and starts its first turn.
+async fn start_new(
+    state: &AppState,
+    scope: &Scope,
+    req: &SendMessageRequest,
+    version: Version,
+    wait: Option<Duration>,
+    new: NewTask,
+) -> Result<Started, A2AError> {
     let inline_push = req
         .configuration
         .as_ref()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::FutureExt;
 use sb_agent::{FirstMessage, Opening, TurnOver, TurnRunner, read_until_settled};
-use sb_protocol::{A2AError, Message};
+use sb_protocol::{A2AError, Message, Metadata};
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskService};
 use tonic::Streaming;
@@ -31,6 +31,12 @@ impl TurnRunner for TaskStateClient {
         match self.local_agents.code(agent) {
             Some(code) => code.open(first).await,
             None => Ok(Opening::Task(None)),
+        }
+    }
+
+    async fn abandon(&self, agent: &str, metadata: &Metadata) {
+        if let Some(code) = self.local_agents.code(agent) {
+            code.abandon(metadata).await;
         }
     }
 
