@@ -83,13 +83,16 @@ echo "== bridged agents: the official SDK servers (the same peers) fronted by Sw
 cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
 # The whole interop suite again, with echo and consolidate bridged to upstreams written on
-# the official SDK servers: a2a-sdk (A2A 1.0) behind the all-in-one, whose turns follow
-# the stream that opened the upstream task; @a2a-js/sdk (A2A 0.3 only) behind the split
-# deployment, where gateways open upstream tasks and a worker follows them.
-echo "== interop through bridged agents: a2a-sdk upstreams, all-in-one"
-SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh python 2>&1 | tee -a target/interop.log
-echo "== interop through bridged agents: @a2a-js/sdk upstreams, split deployment"
-DEPLOYMENT=split SWITCHBOARD_BIN=target/debug/switchboard bash tests/interop/bridged.sh js 2>&1 | tee -a target/interop.log
+# the official SDK servers, a2a-sdk (A2A 1.0) and @a2a-js/sdk (A2A 0.3 only), each behind
+# the all-in-one (whose turns follow the stream that opened the upstream task) and the
+# split deployment (gateways open upstream tasks, a worker follows them).
+for upstream in python js; do
+  for deployment in all-in-one split; do
+    echo "== interop through bridged agents: $upstream upstreams, $deployment"
+    DEPLOYMENT=$deployment SWITCHBOARD_BIN=target/debug/switchboard \
+      bash tests/interop/bridged.sh "$upstream" 2>&1 | tee -a target/interop.log
+  done
+done
 
 echo "== sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
 cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
