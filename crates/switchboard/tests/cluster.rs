@@ -702,3 +702,28 @@ async fn turns_of_two_agents_queued_at_once_end_apart() {
     let warnings = cluster.warnings();
     assert!(!warnings.contains("lease expired"), "{warnings}");
 }
+
+/// A gateway checks a send's inline push config with the task-state service (whose
+/// webhook policy decides) before the task is made: a refused target leaves no task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_inline_push_target_leaves_no_task_in_the_split_deployment() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::up();
+    let gateway = cluster.gateway(0);
+    let mut sent = message("hi");
+    sent["contextId"] = json!("ctx-refused-push");
+    let params = json!({"message": sent,
+        "configuration": {"taskPushNotificationConfig": {"url": "http://10.1.2.3/hook"}}});
+    let refused = raw_rpc(&gateway, "echo", "SendMessage", params).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let reason = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(reason.contains("10.1.2.3"), "{refused}");
+    let listed = rpc(
+        &gateway,
+        "echo",
+        "ListTasks",
+        json!({"contextId": "ctx-refused-push"}),
+    )
+    .await;
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+}

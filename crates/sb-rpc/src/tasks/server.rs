@@ -164,6 +164,20 @@ impl pb::task_state_server::TaskState for TaskStateServer {
         }))
     }
 
+    async fn check_push_config(
+        &self,
+        request: Request<pb::CheckPushConfigRequest>,
+    ) -> Reply<pb::CheckPushConfigResponse> {
+        let req = request.into_inner();
+        let result = async {
+            let config = from_json(&req.config_json, "push config")?;
+            self.push.check(&config).await?;
+            Ok(pb::CheckPushConfigResponse {})
+        }
+        .await;
+        reply(result)
+    }
+
     async fn create_push_config(
         &self,
         request: Request<pb::CreatePushConfigRequest>,

@@ -14,6 +14,13 @@ use crate::wire::{error_from, from_json, is_transient, request, to_json};
 
 #[async_trait]
 impl PushConfigService for TaskStateClient {
+    async fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), A2AError> {
+        let message = pb::CheckPushConfigRequest {
+            config_json: to_json(config),
+        };
+        idempotent!(self, check_push_config, message).map(drop)
+    }
+
     async fn create(
         &self,
         scope: &Scope,
