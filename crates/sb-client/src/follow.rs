@@ -138,7 +138,7 @@ impl<'a> Follower<'a> {
     }
 
     /// Done following: a stream still open is read to its end in the background (the
-    /// server closes it once the task has ended or waits), at most [`DRAIN_TIMEOUT`], so
+    /// server closes it once the task has ended or waits), at most `DRAIN_TIMEOUT` (2 s), so
     /// that its connection goes back to the pool. Dropped mid-body, the connection would
     /// be closed, and the next call would pay a new one (a new connection costs the
     /// Python SDK's server about as much CPU as half a request).

@@ -1,48 +1,46 @@
 //! The gRPC binding, A2A 1.0 only (`lf.a2a.v1.A2AService`: the package is the version;
 //! an A2A 0.3 gRPC interface is refused, its agent is called on JSON-RPC or HTTP+JSON).
 //! Requests and replies cross to the `sb-protocol` model through ProtoJSON
-//! ([`sb_a2a_grpc::convert`]); a server's status comes back as the [`A2AError`] it names
-//! ([`sb_a2a_grpc::refusal`]), so a caller handles TaskNotFound or TaskNotCancelable the
-//! same whichever binding it used.
+//! ([`sb_a2a_grpc::convert`]); a server's status comes back as the
+//! [`A2AError`](sb_protocol::A2AError) it names ([`sb_a2a_grpc::refusal`]), so a caller
+//! handles TaskNotFound or TaskNotCancelable the same whichever binding it used.
 //!
 //! Metadata plays the part of HTTP headers: `a2a-version: 1.0` and the credentials go
 //! with every call. Every stream activates Switchboard's resume extension
 //! (`a2a-extensions`): a Switchboard server then tags each task event with its sequence
 //! number in the event's metadata (gRPC has no SSE id), which becomes the
-//! [`StreamItem`]'s id, for [`Transport::subscribe`] to send back as `last-event-id`.
-//! Other servers ignore the extension; their events have no id.
+//! [`StreamItem`](crate::transport::StreamItem)'s id, for [`Transport::subscribe`] to
+//! send back as `last-event-id`. Other servers ignore the extension; their events have
+//! no id.
 //!
 //! The card gives the address as `host:port`; `http://host:port` is accepted too. TLS
 //! (`https://`) is not built in: the workspace's tonic has no TLS feature. The channel
 //! connects on the first call, so [`GrpcTransport::new`] needs no network, only a Tokio
 //! runtime to run the channel on.
 
+mod answer;
+mod request;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use sb_a2a_grpc::pb;
 use sb_a2a_grpc::pb::a2a_service_client::A2aServiceClient;
-use sb_a2a_grpc::{convert, pb, refusal};
-use sb_protocol::card::RESUME_EXTENSION;
 use sb_protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
-use sb_protocol::{
-    A2AError, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig,
-};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
-use tonic::transport::{Channel, Endpoint};
+use sb_protocol::{SendMessageResponse, Task, TaskPushNotificationConfig};
+use tonic::metadata::MetadataMap;
+use tonic::transport::Channel;
 
 use crate::auth::Placement;
 use crate::interface::{Binding, Chosen};
-use crate::transport::{CallError, EventStream, StreamItem, Transport};
+use crate::transport::{CallError, EventStream, Transport};
+
+use answer::{refused, to_model};
+use request::{endpoint, metadata, to_proto};
 
 /// The largest reply read (tonic's default is 4 MiB, less than a server may send: a
 /// Switchboard server takes bodies of 10 MiB by default, and a task holds its artifacts).
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
-/// How long connecting may take, before any call can.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most pages of push configs one listing reads.
 const MAX_PAGES: usize = 100;
 
@@ -111,63 +109,6 @@ impl GrpcTransport {
             chosen: chosen.clone(),
             metadata: metadata(&placement)?,
         }))
-    }
-
-    fn request<M>(&self, message: M) -> tonic::Request<M> {
-        let mut request = tonic::Request::new(message);
-        *request.metadata_mut() = self.metadata.clone();
-        request
-    }
-
-    /// A stream's request: the resume extension, and the cursor to resume after.
-    fn stream_request<M>(
-        &self,
-        message: M,
-        last_event_id: Option<&str>,
-    ) -> Result<tonic::Request<M>, CallError> {
-        let mut request = self.request(message);
-        let metadata = request.metadata_mut();
-        metadata.append(
-            "a2a-extensions",
-            MetadataValue::from_static(RESUME_EXTENSION),
-        );
-        if let Some(id) = last_event_id {
-            let id = MetadataValue::try_from(id).map_err(|_| {
-                CallError::Transport(format!("the event id {id:?} cannot be sent as metadata"))
-            })?;
-            metadata.insert("last-event-id", id);
-        }
-        Ok(request)
-    }
-
-    /// The interface's tenant (spec §5.3), empty for none.
-    fn tenant(&self) -> String {
-        self.chosen.tenant.clone().unwrap_or_default()
-    }
-
-    /// The interface's tenant in place of the one a request carries, when it names one.
-    fn set_tenant(&self, tenant: &mut String) {
-        if let Some(ours) = &self.chosen.tenant {
-            tenant.clone_from(ours);
-        }
-    }
-
-    fn events(
-        &self,
-        method: &'static str,
-        events: tonic::Streaming<pb::StreamResponse>,
-    ) -> EventStream {
-        let url = self.chosen.url.clone();
-        events
-            .map(move |item| {
-                let message = item.map_err(|status| refused(method, &url, &status))?;
-                let event: StreamResponse = to_model(method, &message)?;
-                Ok(StreamItem {
-                    id: seq_of(&event),
-                    event,
-                })
-            })
-            .boxed()
     }
 }
 
@@ -319,91 +260,6 @@ impl Transport for GrpcTransport {
     }
 }
 
-/// The endpoint of a card's `host:port` (or `http://host:port`).
-fn endpoint(url: &str) -> Result<Endpoint, CallError> {
-    let address = url.trim().trim_end_matches('/');
-    let address = match address.split_once("://") {
-        None => address,
-        Some(("http" | "grpc", rest)) => rest,
-        Some(("https" | "grpcs", _)) => {
-            return Err(CallError::Transport(format!(
-                "{url}: gRPC over TLS is not built into this client (tonic's TLS features \
-                 are off); call the agent's JSON-RPC or HTTP+JSON interface over HTTPS"
-            )));
-        }
-        Some((scheme, _)) => {
-            return Err(CallError::Transport(format!(
-                "{url}: a gRPC address is host:port, not a {scheme}:// URL"
-            )));
-        }
-    };
-    Endpoint::from_shared(format!("http://{address}"))
-        .map(|endpoint| endpoint.connect_timeout(CONNECT_TIMEOUT))
-        .map_err(|e| CallError::Transport(format!("{url} is no gRPC address: {e}")))
-}
-
-/// `a2a-version` and the credentials, as metadata.
-fn metadata(placement: &Placement) -> Result<MetadataMap, CallError> {
-    let mut metadata = MetadataMap::new();
-    metadata.insert("a2a-version", MetadataValue::from_static("1.0"));
-    for (name, value) in placement.headers.iter().chain(&placement.query) {
-        let key = MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|_| {
-            CallError::Transport(format!("{name:?} cannot be sent as gRPC metadata"))
-        })?;
-        let mut value = MetadataValue::try_from(value.as_str()).map_err(|_| {
-            CallError::Transport(format!(
-                "the value of {name} cannot be sent as gRPC metadata"
-            ))
-        })?;
-        value.set_sensitive(true);
-        metadata.append(key, value);
-    }
-    Ok(metadata)
-}
-
-/// The failure a status stands for: the server's A2A error, or the call not getting
-/// through.
-fn refused(method: &str, url: &str, status: &tonic::Status) -> CallError {
-    match refusal::error_of(status) {
-        Some(error) => CallError::A2A(error),
-        None => CallError::Transport(format!(
-            "{method} to {url}: {:?}: {}",
-            status.code(),
-            status.message()
-        )),
-    }
-}
-
-/// A model value as a request message. Unset options go (ProtoJSON leaves them out, and
-/// a proto string field takes no null).
-fn to_proto<T: Serialize, M: DeserializeOwned>(method: &str, value: &T) -> Result<M, CallError> {
-    let mut json =
-        serde_json::to_value(value).map_err(|e| CallError::Transport(format!("{method}: {e}")))?;
-    if let Some(fields) = json.as_object_mut() {
-        fields.retain(|_, value| !value.is_null());
-    }
-    convert::from_json(json).map_err(|e| CallError::Transport(format!("{method}: {}", e.message)))
-}
-
-/// A reply message in the model.
-fn to_model<M: Serialize, T: DeserializeOwned>(method: &str, message: &M) -> Result<T, CallError> {
-    convert::to_model(message).map_err(|e: A2AError| {
-        CallError::Transport(format!("{method}: an unreadable result: {}", e.message))
-    })
-}
-
-/// The seq a Switchboard server tags a task event with under the resume extension.
-fn seq_of(event: &StreamResponse) -> Option<String> {
-    let metadata = match event {
-        StreamResponse::Task(task) => &task.metadata,
-        StreamResponse::StatusUpdate(update) => &update.metadata,
-        StreamResponse::ArtifactUpdate(update) => &update.metadata,
-        StreamResponse::Message(_) => return None,
-    };
-    let seq = metadata.as_ref()?.get(RESUME_EXTENSION)?.get("seq")?;
-    seq.as_u64().map(|seq| seq.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,25 +291,5 @@ mod tests {
         assert!(refused("127.0.0.1:1", "0.3").contains("A2A 0.3 gRPC is not spoken"));
         assert!(refused("https://h:443", "1.0").contains("TLS"));
         assert!(refused("ftp://h:1", "1.0").contains("host:port"));
-    }
-
-    #[test]
-    fn credentials_go_as_lowercase_metadata_and_stay_out_of_debug() -> Result<(), CallError> {
-        let placement = Placement {
-            headers: vec![("Authorization".into(), "Bearer s3cr3t".into())],
-            query: vec![("api_key".into(), "k".into())],
-        };
-        let metadata = metadata(&placement)?;
-        let has = |name: &str, value: &str| metadata.get(name).is_some_and(|v| v == value);
-        assert!(has("authorization", "Bearer s3cr3t"));
-        assert!(has("api_key", "k"));
-        assert!(has("a2a-version", "1.0"));
-        assert!(!format!("{metadata:?}").contains("s3cr3t"));
-        let bad = Placement {
-            headers: vec![("bad header".into(), "x".into())],
-            query: Vec::new(),
-        };
-        assert!(super::metadata(&bad).is_err());
-        Ok(())
     }
 }
