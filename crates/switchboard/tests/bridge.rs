@@ -109,6 +109,24 @@ async fn get(url: &str, id: &str) -> Value {
     rpc_at(url, "GetTask", json!({"id": id})).await["result"].clone()
 }
 
+/// The JSON document at `url`.
+async fn get_json(url: String) -> Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// The text of a task's status message (a progress note, a question, a reason).
+fn status_text(task: &Value) -> &str {
+    task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// Sends `text` without waiting, then waits (at most `secs`) for its task to be `state`.
+async fn sent_until(base: &str, text: &str, id: &str, state: &str, secs: u64) -> Value {
+    let task = send(base, text, id, false).await;
+    until_state(base, task["id"].as_str().unwrap(), state, secs).await
+}
+
 /// The bridged agent's task once its state is `state` (at most `secs` seconds).
 async fn until_state(base: &str, id: &str, state: &str, secs: u64) -> Value {
     until_state_at(&bridged(base), id, state, secs).await
@@ -155,18 +173,8 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
 
     // The card is the upstream's description and skills, with Switchboard's interfaces.
     let upstream_card: Value =
-        reqwest::get(format!("{up}/agents/bench/.well-known/agent-card.json"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-    let card: Value = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        get_json(format!("{up}/agents/bench/.well-known/agent-card.json")).await;
+    let card: Value = get_json(format!("{base}/agents/bridged/.well-known/agent-card.json")).await;
     assert_eq!(card["description"], upstream_card["description"], "{card}");
     assert_eq!(card["skills"], upstream_card["skills"], "{card}");
     assert!(
@@ -187,14 +195,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     let task = send(&base, "hello upstream", "m-echo", true).await;
     assert_eq!(upstream_calls(&up, "SendMessage").await, sends + 1);
     assert_eq!(upstream_calls(&up, "SendStreamingMessage").await, streams);
-    let followed = send(&base, "hello again", "m-echo-2", false).await;
-    let followed = until_state(
-        &base,
-        followed["id"].as_str().unwrap(),
-        "TASK_STATE_COMPLETED",
-        10,
-    )
-    .await;
+    let followed = sent_until(&base, "hello again", "m-echo-2", "TASK_STATE_COMPLETED", 10).await;
     assert_eq!(
         upstream_calls(&up, "SendStreamingMessage").await,
         streams + 1
@@ -265,17 +266,8 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     until_state_at(&bench, &held_upstream, "TASK_STATE_CANCELED", 5).await;
 
     // An upstream silent past the stall timeout: canceled there, failed here.
-    let silent = send(&base, "hold", "m-silent", false).await;
-    let failed = until_state(
-        &base,
-        silent["id"].as_str().unwrap(),
-        "TASK_STATE_FAILED",
-        15,
-    )
-    .await;
-    let reason = failed["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap();
+    let failed = sent_until(&base, "hold", "m-silent", "TASK_STATE_FAILED", 15).await;
+    let reason = status_text(&failed);
     assert!(
         reason.contains("no news") && reason.contains("it was canceled there"),
         "{reason}"
@@ -289,9 +281,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     upstream.0.kill().unwrap();
     upstream.0.wait().unwrap();
     let failed = until_state(&base, orphan_id, "TASK_STATE_FAILED", 15).await;
-    let reason = failed["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap();
+    let reason = status_text(&failed);
     assert!(
         reason.contains("no news") && reason.contains("canceling it there failed too"),
         "{reason}"
@@ -339,9 +329,7 @@ async fn a_message_reply_stays_a_message_and_an_input_request_round_trips() {
         asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{asked}"
     );
-    let prompt = asked["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap();
+    let prompt = status_text(&asked);
     assert!(prompt.to_lowercase().contains("vegetarian"), "{prompt}");
     let upstream_id = asked["metadata"]["switchboard.bridge"]["upstreamTaskId"]
         .as_str()
@@ -385,17 +373,10 @@ async fn an_upstream_that_is_away_gets_messages_rejected() {
     let base = format!("http://127.0.0.1:{port}");
     let task = send(&base, "anyone?", "m-away", true).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{task}");
-    let reason = task["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap();
+    let reason = status_text(&task);
     assert!(reason.contains("a retry may help"), "{reason}");
     // The registry entry says why the card is not in use.
-    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entry: Value = get_json(format!("{base}/registry/agents/bridged")).await;
     assert!(
         entry["upstream"]["refused"]
             .as_str()
@@ -448,12 +429,7 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
     assert!(put.status().is_success(), "{}", put.text().await.unwrap());
     let mut card = Value::Null;
     for _ in 0..50 {
-        card = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        card = get_json(format!("{base}/agents/bridged/.well-known/agent-card.json")).await;
         if card["description"] == "The bench agent, redeployed" {
             break;
         }
@@ -461,12 +437,7 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
     }
     assert_eq!(card["description"], "The bench agent, redeployed", "{card}");
     assert_eq!(card["skills"][0]["id"], "bench.v2", "{card}");
-    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entry: Value = get_json(format!("{base}/registry/agents/bridged")).await;
     let last = entry["history"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["source"], "upstream", "{entry}");
     let note = last["note"].as_str().unwrap();
@@ -519,12 +490,7 @@ async fn bridges_an_sdk_server(name: &str) {
     let port = free_port();
     let _bridge = bridge(port, &config, &dir).await;
     let base = format!("http://127.0.0.1:{port}");
-    let card: Value = reqwest::get(format!("{base}/agents/bridged/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(format!("{base}/agents/bridged/.well-known/agent-card.json")).await;
     assert!(
         card["description"]
             .as_str()
@@ -543,10 +509,10 @@ async fn bridges_an_sdk_server(name: &str) {
         "{name}: {task}"
     );
 
-    let task = send(&base, "tick 4 50 0", "m-sdk-tick", false).await;
-    let done = until_state(
+    let done = sent_until(
         &base,
-        task["id"].as_str().unwrap(),
+        "tick 4 50 0",
+        "m-sdk-tick",
         "TASK_STATE_COMPLETED",
         15,
     )
@@ -589,10 +555,10 @@ async fn an_upstream_that_does_not_stream_is_followed_by_its_push_notifications(
     let _bridge = bridge(port, &config, &dir).await;
     let base = format!("http://127.0.0.1:{port}");
 
-    let task = send(&base, "tick 3 300 300", "m-push-tick", false).await;
-    let done = until_state(
+    let done = sent_until(
         &base,
-        task["id"].as_str().unwrap(),
+        "tick 3 300 300",
+        "m-push-tick",
         "TASK_STATE_COMPLETED",
         30,
     )
@@ -637,12 +603,7 @@ async fn an_upstream_card_whose_signature_does_not_verify_is_refused() {
     let port = free_port();
     let bridge_process = bridge(port, &config, &dir).await;
     let base = format!("http://127.0.0.1:{port}");
-    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entry: Value = get_json(format!("{base}/registry/agents/bridged")).await;
     let refused = entry["upstream"]["refused"].as_str().unwrap_or_default();
     assert!(refused.contains("does not verify"), "{entry}");
     let task = send(&base, "hello", "m-unverified", true).await;
@@ -655,12 +616,7 @@ async fn an_upstream_card_whose_signature_does_not_verify_is_refused() {
     let data = tempfile::tempdir().unwrap();
     let _bridge = bridge(port, &config, &data).await;
     let base = format!("http://127.0.0.1:{port}");
-    let entry: Value = reqwest::get(format!("{base}/registry/agents/bridged"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entry: Value = get_json(format!("{base}/registry/agents/bridged")).await;
     assert!(entry["upstream"]["refused"].is_null(), "{entry}");
     assert!(entry["upstream"]["signedBy"].is_string(), "{entry}");
     let task = send(&base, "hello", "m-verified", true).await;
