@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sb_client::{CallError, EventStream};
+use sb_protocol::delegation::next_hop;
 use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use sb_protocol::{Message, SendMessageResponse, StreamResponse};
 
@@ -122,13 +123,16 @@ pub async fn send_blocking(
 }
 
 /// The message as it goes upstream: same id and content, the upstream's task and
-/// context ids, this task's references dropped (they mean nothing there). Sent not to
+/// context ids, this task's references dropped (they mean nothing there), its
+/// delegation depth one more. Sent not to
 /// wait: the answer is followed, not waited for.
 fn request(message: &Message, link: &Link) -> SendMessageRequest {
     let mut upstream = message.clone();
     upstream.task_id = link.upstream_task_id.clone();
     upstream.context_id = link.upstream_context_id.clone();
     upstream.reference_task_ids = Vec::new();
+    // One hop more: a chain of agents calling agents through Switchboards is bounded.
+    upstream.metadata = Some(next_hop(upstream.metadata.take()));
     SendMessageRequest {
         tenant: None,
         message: upstream,

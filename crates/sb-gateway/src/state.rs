@@ -31,6 +31,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// Hops of agents calling agents a new task may come from (`metadata.delegationDepth`).
+    pub max_delegation_depth: u64,
     /// How each hosted agent authenticates callers; agents missing here need none.
     pub auth: Arc<Authenticators>,
     /// Open streams per principal on this node.
@@ -94,6 +96,8 @@ pub struct EdgeLimits {
     pub max_body_bytes: usize,
     /// Streams one principal may hold open on this node.
     pub max_streams_per_principal: usize,
+    /// Hops of agents calling agents a new task may come from.
+    pub max_delegation_depth: u64,
 }
 
 impl AppState {
@@ -124,6 +128,7 @@ impl AppState {
             runner: services.runner,
             shutdown,
             max_body_bytes: limits.max_body_bytes,
+            max_delegation_depth: limits.max_delegation_depth,
             auth,
             streams: StreamLimits::with_gauge(
                 limits.max_streams_per_principal,

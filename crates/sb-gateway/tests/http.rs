@@ -315,6 +315,56 @@ async fn a_refused_inline_push_config_leaves_no_task() {
     );
 }
 
+/// A message past the delegation cap opens a task rejected with the reason; at the cap
+/// it runs; a depth that is not a non-negative integer is invalid.
+#[tokio::test]
+async fn delegation_depth_past_the_cap_is_rejected() {
+    let app = app();
+    let send = |id: &str, depth: Value| {
+        let mut message = user_message(id, "hi");
+        message["metadata"] = json!({"delegationDepth": depth});
+        json!({"message": message})
+    };
+    let past = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "SendMessage",
+        send("deep-9", json!(9)),
+    )
+    .await;
+    let task = &past["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{past}");
+    let reason = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("9 hops") && reason.contains("cap of 8"),
+        "{reason}"
+    );
+    let at = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "SendMessage",
+        send("deep-8", json!(8)),
+    )
+    .await;
+    assert_eq!(
+        at["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{at}"
+    );
+    let odd = rpc(
+        &app,
+        "/agents/echo/a2a",
+        Some("1.0"),
+        "SendMessage",
+        send("deep-x", json!("x")),
+    )
+    .await;
+    assert_eq!(odd["error"]["code"], -32602, "{odd}");
+}
+
 #[tokio::test]
 async fn cancel_twice_differs_by_version() {
     let app = app();

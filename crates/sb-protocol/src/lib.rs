@@ -11,6 +11,7 @@
 //! - [`version`]: `A2A-Version` negotiation.
 
 pub mod card;
+pub mod delegation;
 pub mod error;
 pub mod jsonrpc;
 pub mod model;

@@ -128,6 +128,7 @@ pub(crate) fn gateway_state(
     let limits = EdgeLimits {
         max_body_bytes: config.max_body_bytes,
         max_streams_per_principal: config.max_streams_per_principal,
+        max_delegation_depth: config.max_delegation_depth,
     };
     AppState::new(services, limits, auth, health, stop.clone(), metrics)
 }

@@ -673,3 +673,49 @@ async fn an_upstream_task_whose_task_here_was_refused_is_canceled() {
         "the upstream's tasks"
     );
 }
+
+/// A bridged agent whose upstream is itself: every hop through the bridge adds one to
+/// the message's delegation depth, so the loop ends at the cap, the innermost task
+/// rejected with the reason and every outer one with it, instead of running forever.
+#[tokio::test]
+async fn a_loop_of_bridged_agents_ends_at_the_delegation_cap() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loop.toml");
+    let toml = format!(
+        "max_delegation_depth = 3\ndefault_agent = \"bridged\"\n[[agents]]\nname = \"bridged\"\nkind = \"a2a\"\nurl = \"{base}/agents/bridged\"\n[agents.upstream]\ncard_refresh_secs = 1\ncall_timeout_secs = 2\n"
+    );
+    std::fs::write(&path, toml).unwrap();
+    let _bridge = bridge(port, path.to_str().unwrap(), &dir).await;
+    // Its own card is accepted once it serves (the first fetch, before it served, came
+    // to nothing within the call timeout).
+    let mut entry = Value::Null;
+    for _ in 0..50 {
+        entry = get_json(format!("{base}/registry/agents/bridged")).await;
+        if entry["upstream"]["refused"].is_null() && entry["upstream"]["hash"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(entry["upstream"]["refused"].is_null(), "{entry}");
+
+    let task = send(&base, "round and round", "m-loop", true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{task}");
+    assert!(status_text(&task).contains("cap of 3"), "{task}");
+    // The outermost task and the three it led to, depths 0 to 3; the fifth was refused.
+    let listed = rpc(&base, "ListTasks", json!({})).await;
+    let depths: Vec<u64> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["history"][0]["metadata"]["delegationDepth"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut sorted = depths.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [0, 1, 2, 3, 4], "{listed}");
+}

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use sb_agent::{Caller, FirstMessage, Opening, TurnOver};
+use sb_protocol::delegation::depth_of;
 use sb_protocol::requests::{SendMessageRequest, history_limit};
 use sb_protocol::{
     A2AError, ErrorKind, Message, SendMessageResponse, StreamResponse, TaskPushNotificationConfig,
-    Version, new_id,
+    TaskState, Version, new_id,
 };
 use sb_store::TaskRecord;
 use sb_tasks::{NewTask, Scope, TaskUpdate};
@@ -100,6 +101,14 @@ async fn start_turn(
     for reference in &message.reference_task_ids {
         state.tasks.get(scope, reference).await?;
     }
+    let depth = depth_of(message.metadata.as_ref())?;
+    if depth > state.max_delegation_depth {
+        let reason = format!(
+            "the message comes {depth} hops of agents calling agents deep, past this server's cap of {}; a chain that long is likely a loop",
+            state.max_delegation_depth
+        );
+        return reject(state, scope, req, message, reason).await;
+    }
     let mut message = message;
     // The conversation's context is known before the agent opens it (a bridge names
     // its upstream's context after it), and is the task's or the reply's.
@@ -170,6 +179,29 @@ async fn start_new(
         .dispatch(&record, record.task.history[0].clone())
         .await?;
     Ok(Started::Turn(Box::new(record), turn))
+}
+
+/// A new task, rejected at once with `reason` (nothing runs it).
+async fn reject(
+    state: &AppState,
+    scope: &Scope,
+    req: &SendMessageRequest,
+    message: Message,
+    reason: String,
+) -> Result<Started, A2AError> {
+    let new = NewTask {
+        scope: scope.clone(),
+        message,
+        metadata: req.metadata.clone(),
+    };
+    let created = state.tasks.create(new).await?;
+    let rejected = TaskUpdate::Status {
+        state: TaskState::Rejected,
+        message: Some(Message::agent_text(reason)),
+        metadata: None,
+    };
+    let record = state.tasks.update(&created.task.id, rejected).await?;
+    Ok(Started::Settled(Arc::new(record)))
 }
 
 async fn register_inline_push(

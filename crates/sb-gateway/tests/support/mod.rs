@@ -81,6 +81,7 @@ pub(crate) fn state(
     let limits = EdgeLimits {
         max_body_bytes: 64 * 1024,
         max_streams_per_principal: max_streams,
+        max_delegation_depth: 8,
     };
     AppState::new(
         services,

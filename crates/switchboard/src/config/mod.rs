@@ -65,6 +65,8 @@ pub struct Config {
     pub max_streams_per_principal: usize,
     /// Unfinished tasks one principal may have per agent.
     pub max_tasks_in_flight_per_principal: usize,
+    /// Hops of agents calling agents a new task may come from (`metadata.delegationDepth`).
+    pub max_delegation_depth: u64,
     /// Bearer token of the admin endpoints (`/admin/…`); they are off without one.
     pub admin_token: Option<String>,
     /// The services this process runs; empty runs them all in one process (agents in
@@ -156,6 +158,7 @@ impl Default for Config {
             stall_timeout_secs: 900,
             max_streams_per_principal: 10_000,
             max_tasks_in_flight_per_principal: 10_000,
+            max_delegation_depth: 8,
             admin_token: None,
             services: Vec::new(),
             backend: None,

@@ -49,6 +49,7 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
             "max_tasks_in_flight_per_principal",
             config.max_tasks_in_flight_per_principal as u64,
         ),
+        ("max_delegation_depth", config.max_delegation_depth),
     ] {
         if value == 0 {
             return Err(format!("{name} must be positive"));
