@@ -705,7 +705,7 @@ async fn a_loop_of_bridged_agents_ends_at_the_delegation_cap() {
     assert!(status_text(&task).contains("cap of 3"), "{task}");
     // The outermost task and the three it led to, depths 0 to 3; the fifth was refused.
     let listed = rpc(&base, "ListTasks", json!({})).await;
-    let depths: Vec<u64> = listed["result"]["tasks"]
+    let mut depths: Vec<u64> = listed["result"]["tasks"]
         .as_array()
         .unwrap()
         .iter()
@@ -715,7 +715,6 @@ async fn a_loop_of_bridged_agents_ends_at_the_delegation_cap() {
                 .unwrap_or(0)
         })
         .collect();
-    let mut sorted = depths.clone();
-    sorted.sort_unstable();
-    assert_eq!(sorted, [0, 1, 2, 3, 4], "{listed}");
+    depths.sort_unstable();
+    assert_eq!(depths, [0, 1, 2, 3, 4], "{listed}");
 }
