@@ -4,6 +4,7 @@
 //! are followed again rather than failed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -16,6 +17,11 @@ use tokio_util::sync::CancellationToken;
 struct AgentLabel {
     agent: String,
 }
+
+/// How long a process waits for its bridged agents' first upstream cards before it
+/// serves. A card not fetched by then comes with the refresher (which fetches at once):
+/// an upstream that takes connections but does not answer cannot hold the start.
+const FIRST_CARDS_WAIT: Duration = Duration::from_secs(5);
 
 /// Fetches every bridged agent's upstream card now, then refreshes each on its interval
 /// until `stop`, counting each drift in `switchboard_bridge_card_drift`.
@@ -38,7 +44,13 @@ pub(crate) async fn refresh_upstream_cards(
             })
             .inc();
     });
-    sb_bridge::cards::refresh_all(registry, &http, &on_drift).await;
+    let first = sb_bridge::cards::refresh_all(registry, &http, &on_drift);
+    if tokio::time::timeout(FIRST_CARDS_WAIT, first).await.is_err() {
+        tracing::warn!(
+            wait_secs = FIRST_CARDS_WAIT.as_secs(),
+            "some bridged agents' upstream cards did not come in time; serving anyway, their cards follow"
+        );
+    }
     sb_bridge::cards::spawn_refresher(registry.clone(), http, on_drift, stop.clone());
 }
 

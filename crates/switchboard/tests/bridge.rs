@@ -718,3 +718,26 @@ async fn a_loop_of_bridged_agents_ends_at_the_delegation_cap() {
     depths.sort_unstable();
     assert_eq!(depths, [0, 1, 2, 3, 4], "{listed}");
 }
+
+/// An upstream that takes connections but never answers (its card fetch would wait for
+/// the whole call timeout, 30 s by default) does not hold the start: the process serves
+/// after a few seconds, and its card follows once the upstream answers.
+#[tokio::test]
+async fn an_upstream_that_never_answers_does_not_hold_the_start() {
+    // Bound, never accepted from: connections queue in the backlog and get no answer.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    // A call timeout of two minutes: without the bound on the first fetch, the start
+    // would wait for all of it.
+    let config = bridge_config(&dir, &url, "call_timeout_secs = 120");
+    let port = free_port();
+    let started = std::time::Instant::now();
+    let _bridge = bridge(port, &config, &dir).await;
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(60),
+        "the start waited {waited:?}"
+    );
+    drop(silent);
+}
