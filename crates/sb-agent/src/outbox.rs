@@ -132,19 +132,7 @@ impl Outbox {
     /// is full. It is small on purpose (the waiting part is boxed, and only made when
     /// needed): an agent's own future holds it, and a run held open for hours keeps
     /// that future's largest state the whole time.
-    pub(crate) fn send(self: &Arc<Self>, mut update: TaskUpdate) -> Sending {
-        if let TaskUpdate::Status { metadata, .. } = &mut update
-            && let Some(entries) = self.state.lock().annotations.take()
-        {
-            match metadata {
-                Some(given) => {
-                    let mut merged = entries;
-                    merged.extend(std::mem::take(given));
-                    *given = merged;
-                }
-                None => *metadata = Some(entries),
-            }
-        }
+    pub(crate) fn send(self: &Arc<Self>, update: TaskUpdate) -> Sending {
         match self.offer(update) {
             Offer::Queued(ordinal) => Either::Left(ready(Ok(ordinal))),
             Offer::Refused(err) => Either::Left(ready(Err(err))),
@@ -161,14 +149,21 @@ impl Outbox {
             .extend(entries);
     }
 
-    /// Queues `update` if there is room.
-    fn offer(self: &Arc<Self>, update: TaskUpdate) -> Offer {
+    /// Queues `update` if there is room; a status change takes the kept annotations
+    /// (the update's own entries win).
+    fn offer(self: &Arc<Self>, mut update: TaskUpdate) -> Offer {
         let mut state = self.state.lock();
         if let Some(err) = state.refused.take() {
             return Offer::Refused(err);
         }
         if state.queued.len() >= MAX_QUEUED {
             return Offer::Full(Box::new(update));
+        }
+        if let TaskUpdate::Status { metadata, .. } = &mut update
+            && let Some(mut merged) = state.annotations.take()
+        {
+            merged.extend(metadata.take().unwrap_or_default());
+            *metadata = Some(merged);
         }
         state.queued.push(update);
         state.last_queued += 1;

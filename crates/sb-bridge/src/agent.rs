@@ -156,31 +156,18 @@ impl Agent for BridgeAgent {
         let Some(link) = Link::in_metadata(metadata) else {
             return;
         };
-        let Some(task_id) = link.upstream_task_id else {
+        let Some(task_id) = &link.upstream_task_id else {
             return;
         };
-        let _ = self.opened.take(&task_id);
-        let upstream = self.upstream.clone();
+        let _ = self.opened.take(task_id);
+        let agent = self.clone();
         tokio::spawn(async move {
-            let canceled = match upstream.connect().await {
+            match agent.upstream.connect().await {
                 Ok(connection) => {
-                    let timeout = upstream.call_timeout();
-                    let cancel = connection.transport.cancel_task(&task_id);
-                    match tokio::time::timeout(timeout, cancel).await {
-                        Ok(Ok(_)) => Ok(()),
-                        Ok(Err(e)) => Err(e.to_string()),
-                        Err(_) => Err("no answer in time".to_owned()),
-                    }
+                    agent.cancel_upstream(&connection, &link).await;
                 }
-                Err(reason) => Err(reason),
-            };
-            match canceled {
-                Ok(()) => tracing::info!(
-                    task_id,
-                    "canceled an upstream task whose task here was not made"
-                ),
                 Err(error) => {
-                    tracing::info!(task_id, %error, "could not cancel an upstream task whose task here was not made")
+                    tracing::info!(task_id = ?link.upstream_task_id, %error, "could not cancel an upstream task whose task here was not made")
                 }
             }
         });

@@ -4,15 +4,15 @@
 //! ([`LocalRegistry::observe_upstream`]), which serves the new card and keeps the
 //! change in the agent's history. Drift is logged at INFO and counted.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use sb_registry::{AgentDefinition, AgentKind, CardRegistry, Fleet, LocalRegistry, UpstreamCard};
+use sb_registry::{AgentDefinition, CardRegistry, LocalRegistry, UpstreamCard};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::each_agent::{bridged, for_each_bridged_agent};
 use crate::upstream::fetch_card;
 
 /// Called with an agent's name on each drift of its upstream card (a metric).
@@ -79,15 +79,6 @@ pub async fn refresh_all(registry: &LocalRegistry, http: &reqwest::Client, on_dr
     futures::future::join_all(refreshes).await;
 }
 
-/// The definitions of the fleet's bridged agents.
-fn bridged(fleet: &Fleet) -> impl Iterator<Item = &AgentDefinition> {
-    fleet
-        .agents
-        .values()
-        .map(|a| &a.registration.definition)
-        .filter(|d| d.kind == AgentKind::A2a)
-}
-
 /// Refreshes every bridged agent's upstream card on its interval until `stop`, picking
 /// up agents as they join the registry and dropping those that leave it.
 pub fn spawn_refresher(
@@ -96,41 +87,22 @@ pub fn spawn_refresher(
     on_drift: OnDrift,
     stop: CancellationToken,
 ) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut fleet = registry.live().follow();
-        let mut refreshers: BTreeMap<String, (AgentDefinition, CancellationToken)> =
-            BTreeMap::new();
-        loop {
-            let bridged: BTreeMap<String, AgentDefinition> = bridged(&fleet.borrow_and_update())
-                .map(|d| (d.name.clone(), d.clone()))
-                .collect();
-            refreshers.retain(|name, (definition, token)| {
-                let keep = bridged.get(name) == Some(definition);
-                if !keep {
-                    token.cancel();
-                }
-                keep
-            });
-            for (name, definition) in bridged {
-                if refreshers.contains_key(&name) {
-                    continue;
-                }
-                let token = stop.child_token();
-                tokio::spawn(refresh_every(
-                    registry.clone(),
-                    http.clone(),
-                    definition.clone(),
-                    on_drift.clone(),
-                    token.clone(),
-                ));
-                refreshers.insert(name, (definition, token));
-            }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                changed = fleet.changed() => if changed.is_err() { return },
-            }
-        }
-    })
+    let fleet = registry.live().follow();
+    tokio::spawn(for_each_bridged_agent(
+        fleet,
+        |_| true,
+        move |definition, token| {
+            let refresh = refresh_every(
+                registry.clone(),
+                http.clone(),
+                definition.clone(),
+                on_drift.clone(),
+                token,
+            );
+            tokio::spawn(refresh);
+        },
+        stop,
+    ))
 }
 
 async fn refresh_every(

@@ -32,6 +32,20 @@ impl std::fmt::Debug for Answer {
     }
 }
 
+/// A plain send's answer: all of it, no stream.
+impl From<SendMessageResponse> for Answer {
+    fn from(reply: SendMessageResponse) -> Answer {
+        let event = match reply {
+            SendMessageResponse::Task(task) => StreamResponse::Task(task),
+            SendMessageResponse::Message(message) => StreamResponse::Message(message),
+        };
+        Answer {
+            event,
+            stream: None,
+        }
+    }
+}
+
 impl Answer {
     /// The upstream task and context the answer is about; `None` for a message-only
     /// reply (the upstream made no task).
@@ -62,14 +76,7 @@ pub async fn send(
         let reply = tokio::time::timeout(timeout, transport.send(&request))
             .await
             .map_err(|_| late())??;
-        let event = match reply {
-            SendMessageResponse::Task(task) => StreamResponse::Task(task),
-            SendMessageResponse::Message(message) => StreamResponse::Message(message),
-        };
-        return Ok(Answer {
-            event,
-            stream: None,
-        });
+        return Ok(reply.into());
     }
     let mut stream = tokio::time::timeout(timeout, transport.send_streaming(&request))
         .await
@@ -112,20 +119,12 @@ pub async fn send_blocking(
                 patience.as_secs()
             ))
         })??;
-    let event = match reply {
-        SendMessageResponse::Task(task) => StreamResponse::Task(task),
-        SendMessageResponse::Message(message) => StreamResponse::Message(message),
-    };
-    Ok(Answer {
-        event,
-        stream: None,
-    })
+    Ok(reply.into())
 }
 
 /// The message as it goes upstream: same id and content, the upstream's task and
 /// context ids, this task's references dropped (they mean nothing there), its
-/// delegation depth one more. Sent not to
-/// wait: the answer is followed, not waited for.
+/// delegation depth one more. Sent not to wait: the answer is followed, not waited for.
 fn request(message: &Message, link: &Link) -> SendMessageRequest {
     let mut upstream = message.clone();
     upstream.task_id = link.upstream_task_id.clone();

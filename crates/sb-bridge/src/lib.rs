@@ -18,9 +18,12 @@
 //!   the call's trajectory.
 //! - [`cards`]: the refresher that keeps each bridged agent's card in the registry
 //!   following its upstream's, and reports drift.
+//! - [`each_agent`]: one job per bridged agent of a fleet, as agents join, change and
+//!   leave (the refresher's, a worker's sessions).
 
 pub mod agent;
 pub mod cards;
+pub mod each_agent;
 pub mod forward;
 pub mod link;
 pub mod mirror;

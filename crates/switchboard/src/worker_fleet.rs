@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use sb_registry::{AgentDefinition, AgentKind};
+use sb_bridge::each_agent::for_each_bridged_agent;
+use sb_registry::AgentDefinition;
 use sb_rpc::registry::RegistryClient;
 use sb_rpc::workers::{WorkerOptions, run_worker};
 use tokio_util::sync::CancellationToken;
@@ -38,59 +39,41 @@ pub(crate) async fn follow(
     let registry = RegistryClient::connect(channel, REGISTRY_PATIENCE, stop.clone())
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
-    let mut fleet = registry.live().follow();
-    let mut sessions: BTreeMap<String, (AgentDefinition, CancellationToken)> = BTreeMap::new();
-    loop {
-        let bridged: BTreeMap<String, AgentDefinition> = fleet
-            .borrow_and_update()
-            .agents
-            .values()
-            .map(|a| &a.registration.definition)
-            .filter(|d| d.kind == AgentKind::A2a && !configured.contains(&d.name))
-            .map(|d| (d.name.clone(), d.clone()))
-            .collect();
-        sessions.retain(|name, (definition, token)| {
-            let keep = bridged.get(name) == Some(definition);
-            if !keep {
-                tracing::info!(agent = %name, "bridged agent left the registry or changed; its worker session stops");
-                token.cancel();
+    let fleet = registry.live().follow();
+    let start = |definition: &AgentDefinition, session_stop: CancellationToken| {
+        let name = definition.name.clone();
+        let code = match kinds.code(definition) {
+            Ok(Some(code)) => code,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(agent = %name, error = %e, "bridged agent of the registry not run here");
+                return;
             }
-            keep
-        });
-        for (name, definition) in bridged {
-            if sessions.contains_key(&name) {
-                continue;
-            }
-            let code = match kinds.code(&definition) {
-                Ok(Some(code)) => code,
-                Ok(None) => continue,
+        };
+        let options = WorkerOptions {
+            tasks_url: template.tasks_url.clone(),
+            worker_id: format!("{}-{name}", template.worker_id),
+            capacity: template.capacity,
+            agents: BTreeMap::from([(name.clone(), code)]),
+            // The registry has its definition already.
+            definitions: Vec::new(),
+        };
+        tracing::info!(agent = %name, "bridged agent of the registry: worker session starts");
+        let stopping = stop.clone();
+        tokio::spawn(async move {
+            match run_worker(options, session_stop).await {
+                Ok(()) if !stopping.is_cancelled() => tracing::info!(
+                    agent = %name,
+                    "bridged agent left the registry or changed; its worker session stops"
+                ),
+                Ok(()) => {}
                 Err(e) => {
-                    tracing::warn!(agent = %name, error = %e, "bridged agent of the registry not run here");
-                    continue;
+                    tracing::warn!(agent = %name, error = %e, "worker session for a bridged agent ended")
                 }
-            };
-            let token = stop.child_token();
-            let options = WorkerOptions {
-                tasks_url: template.tasks_url.clone(),
-                worker_id: format!("{}-{name}", template.worker_id),
-                capacity: template.capacity,
-                agents: BTreeMap::from([(name.clone(), code)]),
-                // The registry has its definition already.
-                definitions: Vec::new(),
-            };
-            tracing::info!(agent = %name, "bridged agent of the registry: worker session starts");
-            let session_stop = token.clone();
-            let agent = name.clone();
-            tokio::spawn(async move {
-                if let Err(e) = run_worker(options, session_stop).await {
-                    tracing::warn!(agent = %agent, error = %e, "worker session for a bridged agent ended");
-                }
-            });
-            sessions.insert(name, (definition, token));
-        }
-        tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            changed = fleet.changed() => if changed.is_err() { return Ok(()) },
-        }
-    }
+            }
+        });
+    };
+    let not_configured = |d: &AgentDefinition| !configured.contains(&d.name);
+    for_each_bridged_agent(fleet, not_configured, start, stop.clone()).await;
+    Ok(())
 }
