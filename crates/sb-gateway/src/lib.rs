@@ -11,6 +11,7 @@
 //! - [`grpc`]: the gRPC binding, a tonic service over the same operations and state.
 //! - [`wire`]: result encoding per dialect and SSE framing.
 //! - [`cards`]: Agent Card responses with conditional GET.
+//! - [`fleet`]: the fleet's own endpoints (`/fleet/health`) and who may see what there.
 //! - [`state`]: [`AppState`], what the bindings share, and how it is built.
 //!
 //! The gateway holds no state of its own: tasks, streams, push configs and cards come
@@ -19,6 +20,7 @@
 pub mod auth;
 pub mod binding;
 pub mod cards;
+pub mod fleet;
 pub mod grpc;
 pub mod jsonrpc;
 pub mod jwt;

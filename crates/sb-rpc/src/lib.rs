@@ -11,6 +11,7 @@
 //! - [`fanout`]: task event subscriptions, server-streaming.
 //! - [`registry`]: agent cards.
 //! - [`admin`]: the dispatcher's dead letters (behind the gateways' `/admin/…`).
+//! - [`fleet`]: the fleet layer's state (behind the gateways' `/fleet/…`).
 //! - [`workers`]: remote agent workers: the server side (leases, assignment) and the
 //!   worker side that runs an [`sb_agent::Agent`] unchanged.
 
@@ -21,6 +22,7 @@ pub mod pb {
 
 pub mod admin;
 pub mod fanout;
+pub mod fleet;
 pub mod registry;
 pub mod tasks;
 pub mod wire;

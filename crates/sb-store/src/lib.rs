@@ -5,6 +5,7 @@
 //! - [`record`]: what is stored: task records, sequenced events, push configs, queries.
 //! - [`traits`]: the seams the services use: [`TaskStore`], [`PushConfigStore`], [`EventBus`],
 //!   [`RegistryStore`] (the agent registry's records).
+//! - [`fleet`]: [`FleetStore`], the fleet layer's counters, sets, documents and claims.
 //! - [`memory`]: an in-memory backend for tests.
 //! - [`redb_store`]: the embedded durable backend (one file, group commit).
 //! - [`queue`]: the durable per-agent turn queue remote workers take from;
@@ -28,6 +29,7 @@
 
 pub mod backoff;
 pub mod bus;
+pub mod fleet;
 pub mod memory;
 pub mod queue;
 pub mod record;
@@ -67,6 +69,7 @@ pub(crate) fn sweep_when_doubled<K, V>(
 }
 
 pub use bus::LocalBus;
+pub use fleet::FleetStore;
 pub use memory::MemoryStore;
 pub use queue::{Leased, WorkItem, WorkQueue};
 pub use record::*;

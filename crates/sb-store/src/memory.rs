@@ -1,4 +1,7 @@
-//! In-memory backend for tests: the same contract as the durable ones.
+//! In-memory backend for tests: the same contract as the durable ones. The
+//! [`FleetStore`](crate::FleetStore) part is in `memory/fleet.rs`.
+
+mod fleet;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -20,6 +23,8 @@ pub struct MemoryStore {
     state: Mutex<State>,
     /// The names of agents put or removed, for [`RegistryStore::watch_agents`].
     agents_changed: broadcast::Sender<String>,
+    /// Apart from `state`: the fleet layer's writes never wait on the task store's.
+    fleet: Mutex<fleet::FleetState>,
 }
 
 impl Default for MemoryStore {
@@ -27,6 +32,7 @@ impl Default for MemoryStore {
         MemoryStore {
             state: Mutex::default(),
             agents_changed: broadcast::channel(AGENT_CHANGES_CAPACITY).0,
+            fleet: Mutex::default(),
         }
     }
 }

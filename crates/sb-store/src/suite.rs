@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support: a failed step is a failed test
 //! The contract every backend must meet, as generic test functions plus a macro that
 //! instantiates them for one backend (quickwit's `metastore_test_suite!` pattern).
-//! The [`RegistryStore`](crate::traits::RegistryStore) part is in [`registry`].
+//! The [`RegistryStore`](crate::traits::RegistryStore) part is in [`registry`], the
+//! [`FleetStore`](crate::FleetStore) part in [`fleet`].
 
+pub mod fleet;
 pub mod registry;
 
 use crate::record::{
@@ -476,6 +478,7 @@ macro_rules! store_test_suite {
             }
 
             $crate::registry_test_suite!();
+            $crate::fleet_test_suite!();
         }
     };
 }

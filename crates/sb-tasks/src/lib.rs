@@ -12,6 +12,7 @@
 //!     in-flight limit, this service or a shared store.
 //! - [`page_token`]: opaque ListTasks page tokens.
 //! - [`inflight`]: open tasks per principal, for the in-flight limit.
+//! - [`transitions`]: [`Transitions`], told of each committed change of a task's state.
 //! - [`deadlines`]: the [`DeadlineKeeper`], which follows the bus; its parts:
 //!   - `deadlines/timeouts.rs`: input and stall timeouts of running tasks, and what
 //!     fires when one passes;
@@ -27,6 +28,7 @@ pub mod inflight;
 pub mod lifecycle;
 pub mod page_token;
 pub mod service;
+pub mod transitions;
 
 pub use deadlines::{DeadlineConfig, DeadlineKeeper};
 pub use lifecycle::TaskUpdate;
@@ -34,3 +36,4 @@ pub use service::{
     DEFAULT_MAX_TASKS_IN_FLIGHT, LocalTaskService, NewTask, Scope, TaskDrafts, TaskListing,
     TaskResult, TaskService,
 };
+pub use transitions::Transitions;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use sb_store::{
-    DeadLetterStore, EventBus, LocalBus, MemoryStore, PushConfigStore, RedbStore, RedisBus,
-    RedisStore, RedisWorkQueue, RegistryStore, TaskStore, WorkQueue,
+    DeadLetterStore, EventBus, FleetStore, LocalBus, MemoryStore, PushConfigStore, RedbStore,
+    RedisBus, RedisStore, RedisWorkQueue, RegistryStore, TaskStore, WorkQueue,
 };
 
 use crate::config::Config;
@@ -18,6 +18,8 @@ pub(crate) struct Backend {
     pub dead: Arc<dyn DeadLetterStore>,
     /// The registry's agent definitions and card signing key.
     pub registry: Arc<dyn RegistryStore>,
+    /// The fleet layer's counters, index, documents and claims.
+    pub fleet: Arc<dyn FleetStore>,
     pub bus: Arc<dyn EventBus>,
     /// The turn queue of remote workers (Redis only).
     pub queue: Option<Arc<dyn WorkQueue>>,
@@ -65,7 +67,8 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
             tasks: store.clone(),
             push: store.clone(),
             dead: store.clone(),
-            registry: store,
+            registry: store.clone(),
+            fleet: store,
             bus,
             queue: Some(queue),
             embedded: None,
@@ -78,7 +81,8 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
             tasks: store.clone(),
             push: store.clone(),
             dead: store.clone(),
-            registry: store,
+            registry: store.clone(),
+            fleet: store,
             bus,
             queue: None,
             embedded: None,
@@ -92,6 +96,7 @@ pub(crate) async fn open(config: &Config) -> anyhow::Result<Backend> {
         push: store.clone(),
         dead: store.clone(),
         registry: store.clone(),
+        fleet: store.clone(),
         bus,
         queue: None,
         embedded: Some(store),

@@ -12,6 +12,7 @@ use prometheus_client::registry::Registry;
 use sb_agent::{Agent, AgentHost};
 use sb_bridge::push::PushReceiver;
 use sb_fanout::LocalFanout;
+use sb_fleet::LocalFleet;
 use sb_webhooks::LocalPushConfigs;
 use sb_webhooks::signing::SigningSecrets;
 use tokio::net::TcpListener;
@@ -112,8 +113,9 @@ async fn serve_all_in_one(
     let backend = backend::open(&config).await?;
     let mut metrics = Registry::default();
     let bus = count_task_events(backend.bus.clone(), &mut metrics);
-    let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here);
     let stop = CancellationToken::new();
+    let transitions = wiring::fleet_transitions(&backend, &mut metrics, &stop).await?;
+    let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here, transitions);
     let mut kinds = Kinds::new(embedded, Runs::InProcess);
     let push_receiver = PushReceiver::new(&config.public_url());
     push_receiver.register(&mut metrics);
@@ -183,7 +185,13 @@ async fn serve_all_in_one(
         &mut metrics,
     );
     let mut grpc = RoutesBuilder::default();
+    let fleet_service = Arc::new(LocalFleet::new(
+        backend.fleet.clone(),
+        backend.tasks.clone(),
+    ));
+    let fleet_routes = wiring::fleet_routes(&config, state.clone(), fleet_service);
     let http = wiring::gateway_routes(state, &mut grpc)
+        .merge(fleet_routes)
         .merge(fleet::registry_routes(&config, registry))
         .merge(push_receiver.routes());
     let http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));

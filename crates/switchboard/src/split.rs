@@ -16,11 +16,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sb_agent::Roster;
 use sb_fanout::LocalFanout;
+use sb_fleet::LocalFleet;
 use sb_gateway::Health;
 use sb_gateway::auth::Authenticators;
 use sb_registry::{LocalRegistry, RegistryService};
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
+use sb_rpc::fleet::{FleetClient, FleetServer};
 use sb_rpc::registry::{RegistryClient, RegistryServer};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
 use sb_rpc::workers::{FleetPolicies, HubMetrics, Policies, QueueRunner, WorkerHub};
@@ -73,7 +75,7 @@ pub async fn serve_split(
         if config.runs(Service::Tasks)
             && let Some(registry) = &local_registry
         {
-            run_tasks(&config, backend, registry, &mut grpc, &mut metrics, &stop)?;
+            run_tasks(&config, backend, registry, &mut grpc, &mut metrics, &stop).await?;
         }
         if config.runs(Service::Fanout) {
             run_fanout(backend, &mut grpc, &mut metrics);
@@ -118,6 +120,12 @@ pub async fn serve_split(
         let local = local_registry.filter(|_| config.runs(Service::Registry));
         let (services, registry, auth) = clients(&config, &listener, local, kinds, &stop).await?;
         let state = wiring::gateway_state(&config, services, auth, health, &stop, &mut metrics);
+        let tasks_url = config
+            .tasks_url
+            .clone()
+            .unwrap_or_else(|| own_url(&listener));
+        let fleet_service = Arc::new(FleetClient::new(channel(&tasks_url)?));
+        http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
         // The public A2A gRPC service sits with the internal ones (same content type).
         http = http
             .merge(wiring::gateway_routes(state, &mut grpc))
@@ -168,7 +176,7 @@ pub async fn serve_split(
 
 /// The task-state service: tasks and push configs, the turn queue and the workers
 /// attached here, deadlines, and task event counts.
-fn run_tasks(
+async fn run_tasks(
     config: &Config,
     backend: &Backend,
     registry: &Arc<LocalRegistry>,
@@ -180,7 +188,15 @@ fn run_tasks(
         anyhow::bail!("the tasks service needs the Redis backend for its turn queue");
     };
     let bus = count_task_events(backend.bus.clone(), metrics);
-    let tasks = wiring::task_service(config, backend, bus.clone(), OpenTasks::Shared);
+    let transitions = wiring::fleet_transitions(backend, metrics, stop).await?;
+    let tasks = wiring::task_service(config, backend, bus.clone(), OpenTasks::Shared, transitions);
+    let fleet = LocalFleet::new(backend.fleet.clone(), backend.tasks.clone());
+    grpc.add_service(
+        FleetServer {
+            fleet: Arc::new(fleet),
+        }
+        .into_service(),
+    );
     let push = Arc::new(LocalPushConfigs::new(
         backend.push.clone(),
         tasks.clone(),
@@ -254,7 +270,7 @@ async fn clients(
     Arc<dyn RegistryService>,
     Arc<Authenticators>,
 )> {
-    let own = format!("http://{}", listener.local_addr()?);
+    let own = own_url(listener);
     let url = |given: &Option<String>| given.clone().unwrap_or_else(|| own.clone());
     let (registry, live): (Arc<dyn RegistryService>, _) = match local_registry {
         Some(local) => {
@@ -291,6 +307,14 @@ async fn clients(
         runner: tasks,
     };
     Ok((services, registry, auth))
+}
+
+/// This process's own address, where services not given a URL are found.
+fn own_url(listener: &TcpListener) -> String {
+    match listener.local_addr() {
+        Ok(address) => format!("http://{address}"),
+        Err(_) => "http://127.0.0.1".to_owned(),
+    }
 }
 
 fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {

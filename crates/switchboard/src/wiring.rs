@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
+use sb_fleet::{FleetMetrics, FleetService, FleetTransitions, OutcomeRecorder, WaitingIndex};
 use sb_gateway::auth::Authenticators;
+use sb_gateway::fleet::FleetEdge;
 use sb_gateway::{AppState, EdgeLimits, Health};
 use sb_store::EventBus;
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
@@ -34,18 +36,60 @@ pub(crate) enum OpenTasks {
     Shared,
 }
 
-/// The task-state service over the backend's store, publishing on `bus`.
+/// The task-state service over the backend's store, publishing on `bus`, telling the
+/// fleet layer of each change of state (`fleet_transitions`).
 pub(crate) fn task_service(
     config: &Config,
     backend: &Backend,
     bus: Arc<dyn EventBus>,
     open: OpenTasks,
+    transitions: Arc<FleetTransitions>,
 ) -> Arc<LocalTaskService> {
-    let service = LocalTaskService::new(backend.tasks.clone(), bus);
+    let service = LocalTaskService::new(backend.tasks.clone(), bus).with_transitions(transitions);
     let limit = config.max_tasks_in_flight_per_principal;
     Arc::new(match open {
         OpenTasks::Here => service.with_max_in_flight(limit),
         OpenTasks::Shared => service.with_shared_max_in_flight(limit),
+    })
+}
+
+/// What keeps the fleet layer's state from the task service's commits: outcomes
+/// counted (their metrics registered, flushed to the backend until `stop`) and the
+/// index of tasks waiting for a person, first completed from the unfinished tasks.
+pub(crate) async fn fleet_transitions(
+    backend: &Backend,
+    metrics: &mut Registry,
+    stop: &CancellationToken,
+) -> anyhow::Result<Arc<FleetTransitions>> {
+    let added = WaitingIndex::reconcile(&*backend.fleet, &*backend.tasks).await?;
+    if added > 0 {
+        tracing::info!(count = added, "indexed waiting tasks the index had missed");
+    }
+    let outcome_metrics = FleetMetrics::default();
+    outcome_metrics.register(metrics);
+    let outcomes = Arc::new(OutcomeRecorder::new(outcome_metrics));
+    drop(
+        outcomes
+            .clone()
+            .spawn_flushing(backend.fleet.clone(), stop.clone()),
+    );
+    Ok(Arc::new(FleetTransitions {
+        outcomes,
+        waiting: WaitingIndex::spawn(backend.fleet.clone()),
+    }))
+}
+
+/// The fleet's endpoints (`/fleet/*`) over `service`.
+pub(crate) fn fleet_routes(
+    config: &Config,
+    state: AppState,
+    service: Arc<dyn FleetService>,
+) -> axum::Router {
+    sb_gateway::fleet::routes(FleetEdge {
+        state,
+        service,
+        policy: config.fleet.health,
+        admin_token: config.admin_token.clone(),
     })
 }
 

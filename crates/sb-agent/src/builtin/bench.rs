@@ -4,11 +4,18 @@
 //! - `tick COUNT INTERVAL_MS DELAY_MS`: working, a pause of DELAY_MS, then COUNT working
 //!   updates INTERVAL_MS apart whose message is `t=<unix µs when sent>`, then completed
 //!   (transition → subscriber latency);
+//! - `finish STATE DURATION_MS [COST_USD] [REASON…]`: working, a pause of DURATION_MS,
+//!   then ends in STATE (`completed`, `failed`, `rejected`; or waits in `input-required`
+//!   or `auth-required`), its final message carrying a
+//!   `cost-v1` DataPart when COST_USD is not `-`, and REASON as its text (fleet-health
+//!   drills; the peers need not implement it);
 //! - anything else: what `echo` does (working, one artifact, completed).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use sb_protocol::{Message, Part, PartContent, TaskState};
+use serde_json::json;
 
 use super::EchoAgent;
 use crate::api::{Agent, AgentDescriptor, AgentError, Reporter, TaskContext};
@@ -24,6 +31,12 @@ enum Command {
         count: u32,
         interval: Duration,
         delay: Duration,
+    },
+    Finish {
+        state: TaskState,
+        after: Duration,
+        cost_usd: Option<f64>,
+        reason: String,
     },
     Echo,
 }
@@ -43,8 +56,26 @@ fn parse(text: &str) -> Command {
                 _ => Command::Echo,
             }
         }
+        Some("finish") => finish(words).unwrap_or(Command::Echo),
         _ => Command::Echo,
     }
+}
+
+fn finish<'a>(mut words: impl Iterator<Item = &'a str>) -> Option<Command> {
+    let state =
+        TaskState::parse(words.next()?).filter(|s| s.is_terminal() || s.is_interrupted())?;
+    let after = Duration::from_millis(words.next()?.parse().ok()?);
+    let cost_usd = match words.next() {
+        None | Some("-") => None,
+        Some(usd) => Some(usd.parse().ok()?),
+    };
+    let reason = words.collect::<Vec<_>>().join(" ");
+    Some(Command::Finish {
+        state,
+        after,
+        cost_usd,
+        reason,
+    })
 }
 
 fn unix_micros() -> u128 {
@@ -58,8 +89,9 @@ fn unix_micros() -> u128 {
 impl Agent for BenchAgent {
     fn describe(&self) -> AgentDescriptor {
         AgentDescriptor {
-            description: "The benchmark agent: echoes, holds a task open (`hold`) or sends timed \
-                          updates (`tick COUNT INTERVAL_MS DELAY_MS`)."
+            description: "The benchmark agent: echoes, holds a task open (`hold`), sends timed \
+                          updates (`tick COUNT INTERVAL_MS DELAY_MS`) or ends as told \
+                          (`finish STATE DURATION_MS [COST_USD] [REASON]`)."
                 .into(),
             skills: vec![super::skill(
                 "bench",
@@ -91,6 +123,31 @@ impl Agent for BenchAgent {
                 interval,
                 delay,
             } => Box::pin(tick(ctx, reporter, count, interval, delay)).await,
+            Command::Finish {
+                state,
+                after,
+                cost_usd,
+                reason,
+            } => {
+                reporter.working(None).await?;
+                tokio::select! {
+                    () = tokio::time::sleep(after) => {}
+                    () = ctx.cancel.cancelled() => return Ok(()),
+                }
+                let mut message = Message::agent_text(reason);
+                if let Some(usd) = cost_usd {
+                    let elapsed = after.as_millis() as u64;
+                    let usage = json!({"usage": {"input_tokens": 100, "output_tokens": 20}, "durationMs": elapsed, "costUsd": usd});
+                    message.parts.push(Part {
+                        content: PartContent::Data(usage),
+                        metadata: None,
+                        filename: None,
+                        media_type: None,
+                    });
+                }
+                reporter.status(state, Some(message)).await?;
+                Ok(())
+            }
         }
     }
 }
@@ -144,5 +201,25 @@ mod tests {
         );
         assert_eq!(parse("tick 3 10"), Command::Echo);
         assert_eq!(parse("hello"), Command::Echo);
+        assert_eq!(
+            parse("finish failed 250 0.02 the upstream timed out"),
+            Command::Finish {
+                state: TaskState::Failed,
+                after: Duration::from_millis(250),
+                cost_usd: Some(0.02),
+                reason: "the upstream timed out".into(),
+            }
+        );
+        assert_eq!(
+            parse("finish completed 5 -"),
+            Command::Finish {
+                state: TaskState::Completed,
+                after: Duration::from_millis(5),
+                cost_usd: None,
+                reason: String::new(),
+            }
+        );
+        assert_eq!(parse("finish working 5"), Command::Echo, "not an end");
+        assert_eq!(parse("finish failed soon"), Command::Echo);
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn scope_from(scope: Option<pb::Scope>) -> Scope {
 }
 
 /// A record's stored form, its task's JSON reused when the store made it already.
-pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
+pub(crate) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
     pb::TaskRecord {
         // As `to_json`: serializing our own model types cannot fail.
         json: record.to_stored_json().unwrap_or_default(),
@@ -40,7 +40,7 @@ pub(super) fn record_pb(record: &TaskRecord) -> pb::TaskRecord {
 }
 
 /// A record as it came, its task's JSON kept for a reply made from it.
-pub(super) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, A2AError> {
+pub(crate) fn record_from(record: Option<pb::TaskRecord>) -> Result<TaskRecord, A2AError> {
     let record =
         record.ok_or_else(|| A2AError::internal("task record missing on the internal API"))?;
     TaskRecord::from_stored_json(&record.json).map_err(|e| malformed("task record", &e))

@@ -43,6 +43,7 @@ impl Reply {
             | WriteOp::RemoveAgent(_, tx) => Reply::Bool(tx, Ok(false)),
             WriteOp::TakeDead(_, tx) => Reply::Dead(tx, Ok(None)),
             WriteOp::SigningKey(_, tx) => Reply::Bytes(tx, Ok(Vec::new())),
+            WriteOp::Fleet(op) => op.unreached(),
         }
     }
 

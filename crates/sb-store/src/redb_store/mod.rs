@@ -28,11 +28,16 @@
 //! - [`tables`]: journal entries applied to the tables, checkpoints, the replay on open.
 //! - [`runs`]: how the events table holds a task's events.
 //! - [`registry`]: the agent registry's records ([`RegistryStore`](crate::RegistryStore)).
+//! - [`fleet`]: the fleet layer's counters, sets, documents and claims
+//!   ([`FleetStore`](crate::FleetStore)): what it answers and asks the writer;
+//!   [`fleet_writes`] what the writer does with it, and how expired entries are reclaimed.
 
 mod api;
 mod batch;
 mod checkpoints;
 mod dropper;
+mod fleet;
+mod fleet_writes;
 mod gather;
 mod hot;
 mod journal;
@@ -64,6 +69,17 @@ const UNFINISHED: TableDefinition<'_, &str, ()> = TableDefinition::new("unfinish
 const AGENTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("registry_agents");
 /// The agent registry's store-wide values, by [`registry`]'s keys (the signing key).
 const REGISTRY_META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("registry_meta");
+/// The fleet layer's counter maps by key, each with its expiry ([`fleet`]'s encoding).
+const FLEET_COUNTERS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("fleet_counters");
+/// The fleet layer's scored sets: the score of each (set, member).
+const FLEET_SETS: TableDefinition<'_, (&str, &str), i64> = TableDefinition::new("fleet_sets");
+/// The fleet layer's documents by (collection, id).
+const FLEET_DOCS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("fleet_docs");
+/// The fleet layer's claims by key: (expires at, holder).
+const FLEET_CLAIMS: TableDefinition<'_, &str, (u64, &str)> = TableDefinition::new("fleet_claims");
+/// Every counter map and claim by (expires at, kind, key), for reclaiming the expired
+/// ones ([`fleet_writes`]).
+const FLEET_EXPIRY: TableDefinition<'_, (u64, u8, &str), ()> = TableDefinition::new("fleet_expiry");
 
 use hot::SharedHot;
 use writer::{Queued, WriteOp};
@@ -195,6 +211,8 @@ fn encode<T: serde::Serialize>(value: &T) -> StoreResult<Vec<u8>> {
     serde_json::to_vec(value).map_err(StoreError::backend)
 }
 
+#[cfg(test)]
+mod fleet_tests;
 #[cfg(test)]
 mod registry_tests;
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::hot::SharedHot;
 use super::journal::Entry;
 use super::tables::PushTable;
 use super::writer::WriteOp;
-use super::{decode, encode, registry};
+use super::{decode, encode, fleet_writes, registry};
 use crate::record::{DeadLetter, PushConfigRecord, TaskCommit, TaskHead};
 use crate::traits::{StoreError, StoreResult};
 
@@ -145,6 +145,7 @@ pub(super) fn apply_op(
             };
             Reply::Bytes(tx, Ok(key))
         }
+        WriteOp::Fleet(op) => fleet_writes::apply(writer, op)?,
     })
 }
 

@@ -3,6 +3,7 @@
 
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
+use super::fleet_writes::FleetTables;
 use super::journal::{Entry, Journal, entries};
 use super::registry::RegistryTables;
 use super::{AGENTS, DEAD, EVENTS, FINISHED, PUSH, REGISTRY_META, TASKS, UNFINISHED};
@@ -29,6 +30,8 @@ pub(super) struct Tables<'txn> {
     /// Opened on first use: a batch seldom touches the registry, and the task commits'
     /// batches should not pay for opening its tables.
     registry: Option<RegistryTables<'txn>>,
+    /// The fleet layer's tables, opened on first use for the same reason.
+    fleet: Option<FleetTables<'txn>>,
     txn: &'txn WriteTransaction,
 }
 
@@ -36,6 +39,7 @@ impl<'txn> Tables<'txn> {
     pub(super) fn open(txn: &'txn WriteTransaction) -> StoreResult<Tables<'txn>> {
         Ok(Tables {
             registry: None,
+            fleet: None,
             txn,
             tasks: txn.open_table(TASKS).map_err(StoreError::backend)?,
             events: txn.open_table(EVENTS).map_err(StoreError::backend)?,
@@ -53,6 +57,15 @@ impl<'txn> Tables<'txn> {
             None => RegistryTables::open(self.txn)?,
         };
         Ok(self.registry.insert(tables))
+    }
+
+    /// The fleet layer's tables, opened in this transaction on first use.
+    pub(super) fn fleet(&mut self) -> StoreResult<&mut FleetTables<'txn>> {
+        let tables = match self.fleet.take() {
+            Some(tables) => tables,
+            None => FleetTables::open(self.txn)?,
+        };
+        Ok(self.fleet.insert(tables))
     }
 
     pub(super) fn apply(&mut self, entry: &Entry<'_>) -> StoreResult<()> {
@@ -93,6 +106,7 @@ impl<'txn> Tables<'txn> {
             Entry::PutRegistryMeta { key, value } => {
                 self.registry()?.meta.insert(key, value).map(drop)
             }
+            Entry::Fleet(entry) => return self.fleet()?.apply(entry),
         };
         done.map_err(StoreError::backend)
     }
@@ -113,6 +127,7 @@ pub(super) fn create_all(db: &Database) -> StoreResult<u64> {
         // stored here gets its (empty) tables now, so reading it finds them.
         txn.open_table(AGENTS).map_err(StoreError::backend)?;
         txn.open_table(REGISTRY_META).map_err(StoreError::backend)?;
+        FleetTables::open(&txn)?;
         let meta = txn.open_table(META).map_err(StoreError::backend)?;
         let epoch = meta.get(JOURNAL_EPOCH).map_err(StoreError::backend)?;
         epoch.map(|e| e.value()).unwrap_or(0)

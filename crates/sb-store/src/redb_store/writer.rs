@@ -63,6 +63,8 @@ pub(super) enum WriteOp {
     /// The stored signing key, storing this generated one first if there is none:
     /// decided here, the one writer, so callers racing all get the first key stored.
     SigningKey(Vec<u8>, oneshot::Sender<StoreResult<Vec<u8>>>),
+    /// A write of the fleet layer ([`crate::FleetStore`]).
+    Fleet(super::fleet::FleetOp),
 }
 
 /// Why the store takes no more writes until it is reopened (see [`RedbStore::fault`]).

@@ -27,12 +27,21 @@
 //!   by the first replica to start (SET NX in a script that returns what is stored).
 //! - channel `P registry:changes`: an agent's name, published with each put or removal
 //!   (in the same MULTI), so every replica reloads it.
+//! - `P fleet:c:{key}`: HASH field → counter, a fleet counter map, expiring with PEXPIREAT
+//!   (HINCRBYs and the PEXPIREAT in one MULTI).
+//! - `P fleet:s:{set}`: ZSET member → score, a fleet scored set.
+//! - `P fleet:d:{collection}`: HASH id → document, a fleet collection; compare-and-set by
+//!   one script (`lua/doc_swap.lua`).
+//! - `P fleet:k:{key}`: STRING, the holder of a fleet claim (SET NX PXAT: it expires).
 //!
 //! Every multi-key write is one Lua script or one MULTI, so a crash or a racing replica
 //! never leaves half of a write behind. The layout needs one Redis (or a primary with
 //! replicas/Sentinel), not Redis Cluster: a commit touches keys in several hash slots.
 
 mod bus;
+mod fleet;
+#[cfg(test)]
+mod fleet_tests;
 mod group;
 mod pubsub;
 mod push;
@@ -133,6 +142,20 @@ impl Keys {
     }
     fn registry_changes(&self) -> String {
         format!("{}registry:changes", self.prefix)
+    }
+    /// The fleet layer's names, one letter per primitive after `fleet:`, so a name used
+    /// by two primitives is two keys.
+    fn fleet_counters(&self, key: &str) -> String {
+        format!("{}fleet:c:{key}", self.prefix)
+    }
+    fn fleet_set(&self, set: &str) -> String {
+        format!("{}fleet:s:{set}", self.prefix)
+    }
+    fn fleet_docs(&self, collection: &str) -> String {
+        format!("{}fleet:d:{collection}", self.prefix)
+    }
+    fn fleet_claim(&self, key: &str) -> String {
+        format!("{}fleet:k:{key}", self.prefix)
     }
 }
 

@@ -17,3 +17,5 @@ pub(super) static TAKE_DEAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/take_dead.lua")));
 pub(super) static SIGNING_KEY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/signing_key.lua")));
+pub(super) static DOC_SWAP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/doc_swap.lua")));

@@ -19,6 +19,7 @@ use super::{NewTask, Scope, TaskDrafts, TaskListing, TaskResult, TaskService};
 use crate::inflight::InFlight;
 use crate::lifecycle::{self, TaskUpdate};
 use crate::page_token;
+use crate::transitions::Transitions;
 
 pub use open_limit::DEFAULT_MAX_TASKS_IN_FLIGHT;
 use open_limit::OpenTaskLimit;
@@ -32,6 +33,7 @@ pub struct LocalTaskService {
     store: Arc<dyn TaskStore>,
     bus: Arc<dyn EventBus>,
     limit: OpenTaskLimit,
+    transitions: Option<Arc<dyn Transitions>>,
 }
 
 fn store_error(err: StoreError) -> A2AError {
@@ -46,7 +48,14 @@ impl LocalTaskService {
             store,
             bus,
             limit: OpenTaskLimit::Local(in_flight),
+            transitions: None,
         }
+    }
+
+    /// Tells `transitions` of every change of state this service commits.
+    pub fn with_transitions(mut self, transitions: Arc<dyn Transitions>) -> LocalTaskService {
+        self.transitions = Some(transitions);
+        self
     }
 
     /// Read → decide → conditional write, retried on a lost race. `decide` returns the
@@ -69,6 +78,7 @@ impl LocalTaskService {
             }
             let now = Utc::now();
             let expected_seq = record.seq;
+            let before = record.state();
             // Our own copy (the store's stays as it was): changed in place.
             let mut next = record;
             let mut events = Vec::with_capacity(updates.len());
@@ -86,6 +96,11 @@ impl LocalTaskService {
             match self.store.commit(commit).await {
                 Ok(()) => {
                     self.observe(&next);
+                    if let Some(transitions) = &self.transitions
+                        && next.state() != before
+                    {
+                        transitions.changed(Some(before), &next);
+                    }
                     for event in &events {
                         self.bus.publish(event);
                     }
@@ -145,6 +160,9 @@ impl LocalTaskService {
         }
         if events.len() > 1 {
             self.observe(&record);
+        }
+        if let Some(transitions) = &self.transitions {
+            transitions.changed(None, &record);
         }
         for event in &events {
             self.bus.publish(event);

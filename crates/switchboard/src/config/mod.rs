@@ -92,6 +92,8 @@ pub struct Config {
     /// Serve cards unsigned.
     pub unsigned_cards: bool,
     pub agents: Vec<AgentConfig>,
+    /// `[fleet]`: fleet health and the rest of the fleet layer.
+    pub fleet: sb_fleet::FleetConfig,
 }
 
 /// A service of a split deployment, as `--services` names it.
@@ -170,6 +172,7 @@ impl Default for Config {
             card_signing_key: None,
             unsigned_cards: false,
             agents: agent::default_agents(),
+            fleet: sb_fleet::FleetConfig::default(),
         }
     }
 }

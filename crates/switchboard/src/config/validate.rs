@@ -60,6 +60,7 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
     {
         return Err("admin_token needs at least 16 characters and no spaces".into());
     }
+    config.fleet.validate()?;
     if config.webhook_timeout_ms == 0 {
         return Err("webhook_timeout_ms must be positive".into());
     }

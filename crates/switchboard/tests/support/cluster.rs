@@ -34,6 +34,12 @@ on_worker_lost = "reassign"
 [[agents]]
 name = "bench"
 kind = "bench"
+[[agents]]
+name = "summarizer"
+kind = "bench"
+[[agents]]
+name = "drafter"
+kind = "bench"
 "#;
 
 pub(crate) const ADMIN_TOKEN: &str = "cluster-admin-token-0123456789";

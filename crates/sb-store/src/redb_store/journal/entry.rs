@@ -83,6 +83,63 @@ pub(crate) enum Entry<'a> {
         #[serde(borrow, with = "serde_bytes")]
         value: &'a [u8],
     },
+    /// A write of the fleet layer's tables ([`crate::FleetStore`]): one variant here,
+    /// so their own variants can grow without crowding this list.
+    Fleet(#[serde(borrow)] FleetEntry<'a>),
+}
+
+/// One key-value write of the fleet layer's tables ([`crate::redb_store::fleet`]).
+/// (Like [`Entry`]'s, new variants only ever go at the end.)
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub(crate) enum FleetEntry<'a> {
+    /// A counter map, with its expiry, in the fleet module's encoding.
+    PutCounters {
+        key: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
+        value: &'a [u8],
+    },
+    RemoveCounters {
+        key: &'a str,
+    },
+    PutMember {
+        set: &'a str,
+        member: &'a str,
+        score: i64,
+    },
+    RemoveMember {
+        set: &'a str,
+        member: &'a str,
+    },
+    PutDoc {
+        collection: &'a str,
+        id: &'a str,
+        #[serde(borrow, with = "serde_bytes")]
+        value: &'a [u8],
+    },
+    RemoveDoc {
+        collection: &'a str,
+        id: &'a str,
+    },
+    PutClaim {
+        key: &'a str,
+        holder: &'a str,
+        expires_at_ms: u64,
+    },
+    RemoveClaim {
+        key: &'a str,
+    },
+    /// The counter map or claim (`kind`) at `key` expires at `at`: its entry in the
+    /// index later writes reclaim expired entries from.
+    PutExpiry {
+        at: u64,
+        kind: u8,
+        key: &'a str,
+    },
+    RemoveExpiry {
+        at: u64,
+        kind: u8,
+        key: &'a str,
+    },
 }
 
 /// The decoded entries of one frame's payload.

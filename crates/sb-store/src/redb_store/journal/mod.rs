@@ -18,7 +18,8 @@
 //! # Layout
 //! - this file: the [`Journal`]: its two files taking turns, what a reopen replays,
 //!   appending a frame and taking it back, starting over after a checkpoint.
-//! - [`entry`]: what a frame holds: [`Entry`] values, postcard-encoded.
+//! - [`entry`]: what a frame holds: [`Entry`] values (the fleet layer's as
+//!   [`FleetEntry`]), postcard-encoded.
 //! - [`frame`]: the files' format (header, frames) and reading their frames back.
 //! - [`segment`]: one of the two files.
 
@@ -29,7 +30,7 @@ mod segment;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-pub(super) use entry::{Entry, entries};
+pub(super) use entry::{Entry, FleetEntry, entries};
 use frame::{FRAME_HEAD, HEADER_LEN};
 #[cfg(test)]
 use frame::{frame_head, whole_frames};

@@ -1,0 +1,119 @@
+//! The index of tasks waiting for a person (input-required or auth-required), across
+//! agents and principals: a scored set in the [`FleetStore`] (task id, scored by when it
+//! started waiting), kept from the committed transitions. The index only points: the
+//! task store stays the truth, so a reader skips (and drops) an entry whose task has
+//! moved on, and [`WaitingIndex::reconcile`] adds what it misses from the unfinished
+//! tasks at start, in case a process died between a commit and its index write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sb_protocol::TaskState;
+use sb_store::backoff::Backoff;
+use sb_store::{FleetStore, StoreResult, TaskRecord, TaskStore};
+use tokio::sync::mpsc;
+
+/// The set's name in the store.
+const WAITING: &str = "waiting";
+
+#[derive(Debug)]
+enum Change {
+    Waiting { task_id: String, since_ms: i64 },
+    Done { task_id: String },
+}
+
+/// Writes the index from transitions, in their order, off the commit path.
+#[derive(Clone, Debug)]
+pub struct WaitingIndex {
+    changes: mpsc::UnboundedSender<Change>,
+}
+
+impl WaitingIndex {
+    /// Starts the writer; it ends when every clone of the index is dropped.
+    pub fn spawn(store: Arc<dyn FleetStore>) -> WaitingIndex {
+        let (changes, mut queued) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(change) = queued.recv().await {
+                let backoff =
+                    Backoff::doubling_times(Duration::from_millis(100), Duration::from_secs(5), 8);
+                let written = backoff.retry(|| apply(&*store, &change)).await;
+                if let Err(e) = written {
+                    tracing::warn!(error = %e, ?change, "could not update the index of waiting tasks; it is rebuilt at the next start");
+                }
+            }
+        });
+        WaitingIndex { changes }
+    }
+
+    /// Notes a committed transition.
+    pub fn changed(&self, from: Option<TaskState>, record: &TaskRecord) {
+        let task_id = record.task.id.clone();
+        let change = if record.state().is_interrupted() {
+            let since = record
+                .task
+                .status
+                .timestamp
+                .unwrap_or_else(chrono::Utc::now);
+            Change::Waiting {
+                task_id,
+                since_ms: since.timestamp_millis(),
+            }
+        } else if from.is_some_and(TaskState::is_interrupted) {
+            Change::Done { task_id }
+        } else {
+            return;
+        };
+        // Only fails once the writer is gone, at shutdown: reconcile covers it.
+        let _ = self.changes.send(change);
+    }
+
+    /// Adds the waiting tasks among the unfinished ones that the index misses (a process
+    /// died between a commit and its index write). It never removes: another replica
+    /// may be indexing a task that started waiting after the tasks were read; entries
+    /// that moved on are dropped by [`WaitingIndex::list`].
+    pub async fn reconcile(store: &dyn FleetStore, tasks: &dyn TaskStore) -> StoreResult<usize> {
+        let indexed: std::collections::BTreeSet<String> = store
+            .set_members(WAITING)
+            .await?
+            .into_iter()
+            .map(|(member, _)| member)
+            .collect();
+        let mut added = 0;
+        for record in tasks.list_unfinished().await? {
+            if !record.state().is_interrupted() || indexed.contains(&record.task.id) {
+                continue;
+            }
+            let since = record.task.status.timestamp.unwrap_or(record.created_at);
+            store
+                .set_put(WAITING, &record.task.id, since.timestamp_millis())
+                .await?;
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// The tasks waiting now, longest waiting first.
+    pub async fn list(
+        store: &dyn FleetStore,
+        tasks: &dyn TaskStore,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        let mut waiting = Vec::new();
+        for (task_id, _) in store.set_members(WAITING).await? {
+            match tasks.get(&task_id).await? {
+                Some(record) if record.state().is_interrupted() => waiting.push(record),
+                // Moved on (or evicted) and its index write has not landed or was lost.
+                _ => {
+                    store.set_remove(WAITING, &task_id).await?;
+                }
+            }
+        }
+        Ok(waiting)
+    }
+}
+
+async fn apply(store: &dyn FleetStore, change: &Change) -> StoreResult<()> {
+    match change {
+        Change::Waiting { task_id, since_ms } => store.set_put(WAITING, task_id, *since_ms).await,
+        Change::Done { task_id } => store.set_remove(WAITING, task_id).await.map(|_| ()),
+    }
+}

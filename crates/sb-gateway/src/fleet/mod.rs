@@ -1,0 +1,52 @@
+//! The fleet's own endpoints on the gateway (`/fleet/*`), beside the agents' A2A ones:
+//! the fleet health report for now. Who may see what is in [`viewer`].
+
+mod health;
+pub mod viewer;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use sb_fleet::{FleetService, HealthPolicy};
+use sb_protocol::A2AError;
+use serde_json::json;
+
+use crate::AppState;
+
+/// What the fleet endpoints answer from.
+#[derive(Clone, Debug)]
+pub struct FleetEdge {
+    pub state: AppState,
+    pub service: Arc<dyn FleetService>,
+    pub policy: HealthPolicy,
+    /// The admin token: it sees every agent and task.
+    pub admin_token: Option<String>,
+}
+
+/// `GET /fleet/health`.
+pub fn routes(edge: FleetEdge) -> Router {
+    Router::new()
+        .route("/fleet/health", get(health::fleet_health))
+        .with_state(edge)
+}
+
+/// An error body like the registry API's: `{"error": {code, status, message}}`.
+pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    let name = match status {
+        StatusCode::BAD_REQUEST => "INVALID_ARGUMENT",
+        StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::FORBIDDEN => "PERMISSION_DENIED",
+        _ => "UNAVAILABLE",
+    };
+    let body =
+        json!({"error": {"code": status.as_u16(), "status": name, "message": message.into()}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn unavailable(e: &A2AError) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, e.message.clone())
+}

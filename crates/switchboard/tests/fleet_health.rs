@@ -1,0 +1,267 @@
+//! Fleet health of the all-in-one over real HTTP: a drill of tasks with known outcomes,
+//! then `/fleet/health` and `/metrics` compared with what the test counted itself; who
+//! may see which agents; waits for a person past the threshold.
+
+#![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
+
+use std::process::Child;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+#[path = "support/fleet_drill.rs"]
+mod drill;
+#[path = "support/process.rs"]
+mod process;
+
+const ADMIN: &str = "fleet-admin-token-0123456789";
+
+struct Server {
+    base: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start(extra: &str) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    let text = format!("default_agent = \"\"\n{extra}\n{}", drill::AGENTS);
+    std::fs::write(&config, text).unwrap();
+    let port = process::free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let config = config.to_string_lossy().into_owned();
+    let args = ["--config", &config, "--memory", "--admin-token", ADMIN];
+    let child = process::serve(port, &args).await;
+    Server {
+        base,
+        child,
+        _dir: dir,
+    }
+}
+
+async fn health(base: &str, token: Option<&str>, query: &str) -> reqwest::Response {
+    let mut request = reqwest::Client::new().get(format!("{base}/fleet/health{query}"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+/// The report once it counts `total` outcomes in the last hour (flushes are ~1 s apart).
+async fn report_counting(base: &str, total: u64) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..50 {
+        last = health(base, Some(ADMIN), "").await.json().await.unwrap();
+        let counted: u64 = last["windows"]["1h"]["agents"]
+            .as_array()
+            .map(|agents| {
+                agents
+                    .iter()
+                    .map(|a| a["count"].as_u64().unwrap_or(0))
+                    .sum()
+            })
+            .unwrap_or(0);
+        if counted >= total {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("fleet health never counted {total} outcomes: {last}");
+}
+
+#[tokio::test]
+async fn fleet_health_and_metrics_match_the_outcomes_counted_by_the_test() {
+    let server = start("").await;
+    let plan = drill::plan();
+    let expected = drill::run(std::slice::from_ref(&server.base), &plan, None).await;
+    let total: u64 = expected.values().map(drill::Expected::count).sum();
+    let report = report_counting(&server.base, total).await;
+
+    for window in ["1h", "24h"] {
+        let agents = report["windows"][window]["agents"].as_array().unwrap();
+        for ((agent, skill), wanted) in &expected {
+            let entry = agents
+                .iter()
+                .find(|a| a["agent"] == agent.as_str())
+                .unwrap();
+            drill::check_stats(entry, wanted, &format!("{window} {agent}"));
+            let by_skill = entry["skills"].as_array().unwrap();
+            let skill_entry = by_skill
+                .iter()
+                .find(|s| s["skill"] == skill.as_str())
+                .unwrap();
+            drill::check_stats(skill_entry, wanted, &format!("{window} {agent}/{skill}"));
+            let fleet_skill = report["windows"][window]["skills"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["skill"] == skill.as_str())
+                .unwrap();
+            drill::check_stats(fleet_skill, wanted, &format!("{window} skill {skill}"));
+        }
+    }
+    let cost_per_success = report["windows"]["1h"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "summarizer")
+        .unwrap()["costPerSuccessUsd"]
+        .as_f64()
+        .unwrap();
+    let summarize = &expected[&("summarizer".to_owned(), "summarize".to_owned())];
+    assert!((cost_per_success - summarize.cost_usd / summarize.completed as f64).abs() < 1e-9);
+    // drafter fails half its tasks (below the 0.5 needed? no: exactly 0.5 is healthy).
+    let healthy: Vec<(String, bool)> = report["windows"]["1h"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["agent"].as_str().unwrap().to_owned(),
+                a["healthy"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(healthy.iter().all(|(_, h)| *h), "{healthy:?}");
+
+    let metrics = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for ((agent, skill), wanted) in &expected {
+        drill::check_metrics(std::slice::from_ref(&metrics), agent, skill, wanted);
+    }
+}
+
+#[tokio::test]
+async fn an_agent_failing_most_tasks_is_unhealthy_and_its_skill_unserved() {
+    let server = start("[fleet.health]\nmin_outcomes = 3\nmin_success_rate = 0.75").await;
+    let plan: Vec<drill::Planned> = drill::plan()
+        .into_iter()
+        .filter(|p| p.agent == "drafter")
+        .collect();
+    drill::run(std::slice::from_ref(&server.base), &plan, None).await;
+    let report = report_counting(&server.base, plan.len() as u64).await;
+    let agents = report["windows"]["1h"]["agents"].as_array().unwrap();
+    let drafter = agents.iter().find(|a| a["agent"] == "drafter").unwrap();
+    assert_eq!(drafter["healthy"], false, "{drafter}");
+    let summarizer = agents.iter().find(|a| a["agent"] == "summarizer").unwrap();
+    assert_eq!(
+        summarizer["healthy"], true,
+        "no outcomes say nothing against it"
+    );
+    assert_eq!(report["policy"]["minSuccessRate"], 0.75, "{report}");
+    // Both serve `bench` by their cards: one healthy agent is enough.
+    assert_eq!(report["unservedSkills"], json!([]), "{report}");
+}
+
+#[tokio::test]
+async fn each_caller_sees_the_agents_their_credentials_open() {
+    let private = r#"
+[[agents]]
+name = "private"
+kind = "bench"
+[agents.auth]
+bearer = [{ principal = "alice", token = "alice-token-0123456789" }]
+"#;
+    let server = start(private).await;
+    let names = |report: &Value| -> Vec<String> {
+        report["windows"]["1h"]["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["agent"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let admin: Value = health(&server.base, Some(ADMIN), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(names(&admin).contains(&"private".to_owned()), "{admin}");
+    let anonymous: Value = health(&server.base, None, "").await.json().await.unwrap();
+    assert!(
+        !names(&anonymous).contains(&"private".to_owned()),
+        "{anonymous}"
+    );
+    assert!(
+        names(&anonymous).contains(&"summarizer".to_owned()),
+        "open agents are seen"
+    );
+    let alice: Value = health(&server.base, Some("alice-token-0123456789"), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(names(&alice).contains(&"private".to_owned()), "{alice}");
+
+    let wrong = health(&server.base, None, "?window=7d").await;
+    assert_eq!(wrong.status(), 400);
+    let body: Value = wrong.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1h or 24h"),
+        "{body}"
+    );
+    let day: Value = health(&server.base, Some(ADMIN), "?window=24h")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        day["windows"].get("24h").is_some() && day["windows"].get("1h").is_none(),
+        "{day}"
+    );
+}
+
+#[tokio::test]
+async fn a_task_waiting_for_a_person_too_long_is_reported() {
+    let server = start("[fleet.health]\nwaiting_alert_secs = 1").await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "ask-1", "role": "ROLE_USER",
+                    "parts": [{"text": "finish input-required 5 - which of the two is right?"}]}
+    }});
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{}/agents/drafter", server.base))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &reply["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{reply}"
+    );
+    let fresh: Value = health(&server.base, Some(ADMIN), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(fresh["waitingTooLong"], json!([]), "not yet: {fresh}");
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let late: Value = health(&server.base, Some(ADMIN), "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let waits = late["waitingTooLong"].as_array().unwrap();
+    assert_eq!(waits.len(), 1, "{late}");
+    assert_eq!(waits[0]["taskId"], task["id"]);
+    assert_eq!(waits[0]["agent"], "drafter");
+    assert!(waits[0]["waitingSecs"].as_u64().unwrap() >= 2, "{late}");
+}
