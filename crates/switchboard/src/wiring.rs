@@ -90,6 +90,7 @@ pub(crate) fn fleet_routes(
         service,
         policy: config.fleet.health,
         admin_token: config.admin_token.clone(),
+        input_timeout_secs: config.input_timeout_secs,
     })
 }
 

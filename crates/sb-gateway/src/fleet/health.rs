@@ -10,7 +10,6 @@ use sb_fleet::health::report;
 use sb_fleet::{AgentSkills, Window};
 use serde::Deserialize;
 
-use super::viewer::Viewer;
 use super::{FleetEdge, error, unavailable};
 
 #[derive(Debug, Deserialize)]
@@ -35,11 +34,11 @@ pub(super) async fn fleet_health(
             }
         },
     };
-    let fleet = edge.state.registry.fleet();
-    let viewer = match Viewer::of(&edge.state, edge.admin_token.as_deref(), &fleet, &headers) {
+    let viewer = match edge.viewer(&headers) {
         Ok(viewer) => viewer,
         Err(refusal) => return *refusal,
     };
+    let fleet = edge.state.registry.fleet();
     let agents: Vec<AgentSkills> = fleet
         .agents
         .iter()

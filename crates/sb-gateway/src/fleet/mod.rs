@@ -1,7 +1,9 @@
 //! The fleet's own endpoints on the gateway (`/fleet/*`), beside the agents' A2A ones:
-//! the fleet health report for now. Who may see what is in [`viewer`].
+//! the fleet health report (`health`) and the inbox of tasks waiting for a person
+//! (`inbox`). Who may see what is in [`viewer`].
 
 mod health;
+mod inbox;
 pub mod viewer;
 
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use sb_fleet::{FleetService, HealthPolicy};
 use sb_protocol::A2AError;
 use serde_json::json;
@@ -24,12 +26,24 @@ pub struct FleetEdge {
     pub policy: HealthPolicy,
     /// The admin token: it sees every agent and task.
     pub admin_token: Option<String>,
+    /// How long a task may wait for a person before it is canceled (the inbox's deadline).
+    pub input_timeout_secs: u64,
 }
 
-/// `GET /fleet/health`.
+impl FleetEdge {
+    /// Who is asking, and what they may see now.
+    fn viewer(&self, headers: &axum::http::HeaderMap) -> Result<viewer::Viewer, Box<Response>> {
+        let fleet = self.state.registry.fleet();
+        viewer::Viewer::of(&self.state, self.admin_token.as_deref(), &fleet, headers)
+    }
+}
+
+/// `GET /fleet/health`, `GET /fleet/inbox`, `POST /fleet/inbox/{taskId}/answer`.
 pub fn routes(edge: FleetEdge) -> Router {
     Router::new()
         .route("/fleet/health", get(health::fleet_health))
+        .route("/fleet/inbox", get(inbox::list))
+        .route("/fleet/inbox/{task_id}/answer", post(inbox::answer))
         .with_state(edge)
 }
 

@@ -1,4 +1,4 @@
-//! Fleet health of the all-in-one over real HTTP: a drill of tasks with known outcomes,
+//! The fleet endpoints of the all-in-one over real HTTP. Fleet health: a drill of tasks with known outcomes,
 //! then `/fleet/health` and `/metrics` compared with what the test counted itself; who
 //! may see which agents; waits for a person past the threshold.
 
@@ -264,4 +264,208 @@ async fn a_task_waiting_for_a_person_too_long_is_reported() {
     assert_eq!(waits[0]["taskId"], task["id"]);
     assert_eq!(waits[0]["agent"], "drafter");
     assert!(waits[0]["waitingSecs"].as_u64().unwrap() >= 2, "{late}");
+}
+
+const TRANSCRIPTS: &str =
+    "the user is vegetarian\nthe user lives in Paris\nthe user ordered a steak";
+
+const PRIVATE_CONSOLIDATE: &str = r#"
+[[agents]]
+name = "memory"
+kind = "consolidate"
+pause_ms = 10
+[agents.auth]
+bearer = [
+  { principal = "alice", token = "alice-token-0123456789" },
+  { principal = "bob", token = "bob-token-0123456789abc" },
+]
+"#;
+
+/// A blocking first message to `agent`, as `token`'s principal.
+async fn ask(base: &str, agent: &str, text: &str, token: Option<&str>) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": format!("m-{}", text.len()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    }});
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/agents/{agent}"))
+        .header("A2A-Version", "1.0")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+async fn inbox(base: &str, token: Option<&str>) -> Value {
+    let mut request = reqwest::Client::new().get(format!("{base}/fleet/inbox"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+async fn answer(base: &str, task_id: &str, body: Value, token: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/fleet/inbox/{task_id}/answer"))
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+fn listed_ids(inbox: &Value) -> Vec<String> {
+    inbox["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{inbox}"))
+        .iter()
+        .map(|t| t["taskId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_inbox_lists_a_task_waiting_on_a_contradiction_and_its_answer_completes_it() {
+    let server = start(PRIVATE_CONSOLIDATE).await;
+    let alice = Some("alice-token-0123456789");
+    let reply = ask(&server.base, "memory", TRANSCRIPTS, alice).await;
+    let task = &reply["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{reply}"
+    );
+    let task_id = task["id"].as_str().unwrap();
+
+    let listed = inbox(&server.base, alice).await;
+    assert_eq!(listed_ids(&listed), [task_id], "{listed}");
+    let entry = &listed["tasks"][0];
+    assert_eq!(entry["agent"], "memory");
+    assert_eq!(entry["owner"], "alice");
+    assert_eq!(entry["contextId"], task["contextId"]);
+    assert_eq!(entry["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert!(
+        entry["question"].as_str().unwrap().contains("vegetarian"),
+        "{entry}"
+    );
+    let since = chrono::DateTime::parse_from_rfc3339(entry["since"].as_str().unwrap()).unwrap();
+    let deadline =
+        chrono::DateTime::parse_from_rfc3339(entry["deadline"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (deadline - since).num_seconds(),
+        600,
+        "the input timeout: {entry}"
+    );
+    assert_eq!(
+        listed_ids(&inbox(&server.base, Some(ADMIN)).await),
+        [task_id]
+    );
+    assert_eq!(
+        listed_ids(&inbox(&server.base, Some("bob-token-0123456789abc")).await),
+        Vec::<String>::new(),
+        "bob sees only his own"
+    );
+
+    let from_bob = answer(
+        &server.base,
+        task_id,
+        json!({"text": "vegetarian"}),
+        Some("bob-token-0123456789abc"),
+    )
+    .await;
+    assert_eq!(from_bob.status(), 404, "not bob's to answer");
+    let empty = answer(&server.base, task_id, json!({"text": "  "}), alice).await;
+    assert_eq!(empty.status(), 400);
+    let body: Value = empty.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"text\""),
+        "{body}"
+    );
+    let unknown = answer(&server.base, task_id, json!({"txt": "x"}), alice).await;
+    assert_eq!(unknown.status(), 400);
+
+    let answered = answer(
+        &server.base,
+        task_id,
+        json!({"text": "Yes, the user is vegetarian; the steak was ordered for a friend.", "wait": true}),
+        alice,
+    )
+    .await;
+    assert_eq!(answered.status(), 200);
+    let answered: Value = answered.json().await.unwrap();
+    assert_eq!(
+        answered["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+    let history = answered["task"]["history"].as_array().unwrap();
+    let last_user = history
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "ROLE_USER")
+        .unwrap();
+    assert!(
+        last_user["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("ordered for a friend")
+    );
+
+    assert_eq!(
+        listed_ids(&inbox(&server.base, alice).await),
+        Vec::<String>::new()
+    );
+    let again = answer(&server.base, task_id, json!({"text": "again"}), alice).await;
+    assert_eq!(again.status(), 404, "answered already");
+}
+
+#[tokio::test]
+async fn the_admin_answers_for_the_owner_without_credentials_of_the_agent() {
+    let server = start(PRIVATE_CONSOLIDATE).await;
+    let reply = ask(
+        &server.base,
+        "memory",
+        TRANSCRIPTS,
+        Some("bob-token-0123456789abc"),
+    )
+    .await;
+    let task_id = reply["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let anonymous = reqwest::get(format!("{}/fleet/inbox", server.base))
+        .await
+        .unwrap();
+    let body: Value = anonymous.json().await.unwrap();
+    assert_eq!(
+        listed_ids(&body),
+        Vec::<String>::new(),
+        "open agents only: {body}"
+    );
+    let answered = answer(
+        &server.base,
+        &task_id,
+        json!({"data": {"choice": "vegetarian"}, "text": "the user is vegetarian", "wait": true}),
+        Some(ADMIN),
+    )
+    .await;
+    let answered: Value = answered.json().await.unwrap();
+    assert_eq!(
+        answered["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+    // Still bob's task: he reads it, as its owner.
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}});
+    let read: Value = reqwest::Client::new()
+        .post(format!("{}/agents/memory", server.base))
+        .header("A2A-Version", "1.0")
+        .bearer_auth("bob-token-0123456789abc")
+        .json(&get)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        read["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{read}"
+    );
 }
