@@ -10,6 +10,22 @@ use crate::health::report::HealthPolicy;
 pub struct FleetConfig {
     /// `[fleet.health]`: when an agent is healthy, when a wait is too long.
     pub health: HealthPolicy,
+    /// `[fleet.inbox]`: where new waiting tasks are announced.
+    pub inbox: InboxConfig,
+}
+
+/// `[fleet.inbox]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct InboxConfig {
+    /// Each task that starts waiting for a person is announced here (a JSON `POST`,
+    /// signed like every webhook); none without it.
+    pub webhook_url: Option<String>,
+    /// The key that signs the announcements: `whsec_<base64>` or at least 16 characters
+    /// of text. Required with `webhook_url`.
+    pub webhook_secret: Option<String>,
+    /// Sent as `Authorization: Bearer <token>`, for receivers that check one.
+    pub webhook_token: Option<String>,
 }
 
 impl FleetConfig {
@@ -24,6 +40,68 @@ impl FleetConfig {
         if self.health.waiting_alert_secs == 0 {
             return Err("fleet.health.waiting_alert_secs must be positive".into());
         }
+        let inbox = &self.inbox;
+        if let Some(url) = &inbox.webhook_url {
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| format!("fleet.inbox.webhook_url {url:?} is not a URL: {e}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "fleet.inbox.webhook_url must be http or https, not {url:?}"
+                ));
+            }
+            let Some(secret) = &inbox.webhook_secret else {
+                return Err("fleet.inbox.webhook_url needs fleet.inbox.webhook_secret: every webhook is signed".into());
+            };
+            let key = sb_webhooks::signing::parse_secret(secret)
+                .map_err(|e| format!("fleet.inbox.webhook_secret: {e}"))?;
+            if key.len() < 16 {
+                return Err("fleet.inbox.webhook_secret needs at least 16 bytes of key".into());
+            }
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inbox(url: Option<&str>, secret: Option<&str>) -> FleetConfig {
+        FleetConfig {
+            inbox: InboxConfig {
+                webhook_url: url.map(str::to_owned),
+                webhook_secret: secret.map(str::to_owned),
+                webhook_token: None,
+            },
+            ..FleetConfig::default()
+        }
+    }
+
+    #[test]
+    fn an_inbox_webhook_must_be_signed_and_http() {
+        let secret = Some("a-secret-of-at-least-16");
+        assert_eq!(
+            inbox(Some("https://hooks.example/x"), secret).validate(),
+            Ok(())
+        );
+        let unsigned = inbox(Some("https://hooks.example/x"), None).validate();
+        assert!(unsigned.unwrap_err().contains("webhook_secret"));
+        let short = inbox(Some("https://hooks.example/x"), Some("short")).validate();
+        assert!(short.unwrap_err().contains("at least 16"));
+        let ftp = inbox(Some("ftp://hooks.example/x"), secret).validate();
+        assert!(ftp.unwrap_err().contains("http or https"));
+        assert!(inbox(Some("not a url"), secret).validate().is_err());
+        assert_eq!(
+            inbox(None, None).validate(),
+            Ok(()),
+            "no webhook, nothing to check"
+        );
+    }
+
+    #[test]
+    fn a_success_rate_past_one_is_refused() {
+        let mut config = FleetConfig::default();
+        config.health.min_success_rate = 1.5;
+        assert!(config.validate().unwrap_err().contains("min_success_rate"));
     }
 }

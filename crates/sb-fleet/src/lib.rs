@@ -8,19 +8,22 @@
 //!   duration, `cost-v1` cost).
 //! - [`health`]: outcomes counted into shared time buckets, as metrics, and reported.
 //! - [`waiting`]: the index of tasks waiting for a person.
+//! - [`announce`]: each new wait announced to the inbox's notification webhook.
 //! - [`service`]: [`FleetService`] (what a gateway reads), [`LocalFleet`], and
 //!   [`FleetTransitions`], which the task service tells of each committed change.
 //!
 //! Where the state lives: in the [`sb_store::FleetStore`] of the deployment's backend,
 //! so every replica counts into, and reads from, the same buckets and index.
 
+pub mod announce;
 pub mod config;
 pub mod health;
 pub mod outcome;
 pub mod service;
 pub mod waiting;
 
-pub use config::FleetConfig;
+pub use announce::{Announcer, AnnouncerSettings};
+pub use config::{FleetConfig, InboxConfig};
 pub use health::metrics::FleetMetrics;
 pub use health::recorder::OutcomeRecorder;
 pub use health::report::{AgentSkills, HealthPolicy, HealthReport};

@@ -13,36 +13,68 @@ use sb_store::backoff::Backoff;
 use sb_store::{FleetStore, StoreResult, TaskRecord, TaskStore};
 use tokio::sync::mpsc;
 
+use crate::announce::{Announcer, Notice};
+
 /// The set's name in the store.
 const WAITING: &str = "waiting";
 
 #[derive(Debug)]
 enum Change {
-    Waiting { task_id: String, since_ms: i64 },
-    Done { task_id: String },
+    Waiting {
+        task_id: String,
+        since_ms: i64,
+        /// What to announce, when there is an announcer.
+        notice: Option<Box<Notice>>,
+    },
+    Done {
+        task_id: String,
+    },
 }
 
-/// Writes the index from transitions, in their order, off the commit path.
+/// Writes the index from transitions, in their order, off the commit path, and has each
+/// new wait announced.
 #[derive(Clone, Debug)]
 pub struct WaitingIndex {
     changes: mpsc::UnboundedSender<Change>,
+    /// Where answers go, for the notices; `None` without an announcer.
+    public_url: Option<Arc<str>>,
 }
 
 impl WaitingIndex {
-    /// Starts the writer; it ends when every clone of the index is dropped.
-    pub fn spawn(store: Arc<dyn FleetStore>) -> WaitingIndex {
+    /// Starts the writer; it ends when every clone of the index is dropped. With an
+    /// `announcer`, each new wait is announced once indexed; `public_url` is where the
+    /// notices send the answers.
+    pub fn spawn(
+        store: Arc<dyn FleetStore>,
+        announcer: Option<Announcer>,
+        public_url: &str,
+    ) -> WaitingIndex {
         let (changes, mut queued) = mpsc::unbounded_channel();
+        let public_url = announcer.is_some().then(|| Arc::from(public_url));
         tokio::spawn(async move {
             while let Some(change) = queued.recv().await {
                 let backoff =
                     Backoff::doubling_times(Duration::from_millis(100), Duration::from_secs(5), 8);
                 let written = backoff.retry(|| apply(&*store, &change)).await;
-                if let Err(e) = written {
+                if let Err(e) = &written {
                     tracing::warn!(error = %e, ?change, "could not update the index of waiting tasks; it is rebuilt at the next start");
+                }
+                if let (
+                    Change::Waiting {
+                        notice: Some(notice),
+                        ..
+                    },
+                    Some(announcer),
+                ) = (change, &announcer)
+                {
+                    announcer.announce(*notice).await;
                 }
             }
         });
-        WaitingIndex { changes }
+        WaitingIndex {
+            changes,
+            public_url,
+        }
     }
 
     /// Notes a committed transition.
@@ -57,6 +89,10 @@ impl WaitingIndex {
             Change::Waiting {
                 task_id,
                 since_ms: since.timestamp_millis(),
+                notice: self
+                    .public_url
+                    .as_deref()
+                    .map(|url| Box::new(Notice::of(record, url))),
             }
         } else if from.is_some_and(TaskState::is_interrupted) {
             Change::Done { task_id }
@@ -113,7 +149,9 @@ impl WaitingIndex {
 
 async fn apply(store: &dyn FleetStore, change: &Change) -> StoreResult<()> {
     match change {
-        Change::Waiting { task_id, since_ms } => store.set_put(WAITING, task_id, *since_ms).await,
+        Change::Waiting {
+            task_id, since_ms, ..
+        } => store.set_put(WAITING, task_id, *since_ms).await,
         Change::Done { task_id } => store.set_remove(WAITING, task_id).await.map(|_| ()),
     }
 }

@@ -12,6 +12,8 @@
 //! - [`metrics`]: the dispatcher's Prometheus counters.
 //! - [`ssrf`]: the address policy and the resolver that enforces it at connect time.
 //! - [`signing`]: Standard Webhooks signatures.
+//! - [`post`]: one signed webhook posted until done (attempts, retries, `Retry-After`),
+//!   what the dispatcher and any other announcer send with.
 //! - [`admin`]: the operator's HTTP endpoints for dead letters (list, re-drive).
 //! - [`status`]: what a dispatcher reports (delivery status, errors), in process or over
 //!   the internal API.
@@ -27,6 +29,8 @@ pub mod configs;
 pub mod dispatcher;
 #[cfg(feature = "delivery")]
 pub mod metrics;
+#[cfg(feature = "delivery")]
+pub mod post;
 #[cfg(feature = "delivery")]
 pub mod signing;
 #[cfg(feature = "delivery")]

@@ -114,7 +114,7 @@ async fn serve_all_in_one(
     let mut metrics = Registry::default();
     let bus = count_task_events(backend.bus.clone(), &mut metrics);
     let stop = CancellationToken::new();
-    let transitions = wiring::fleet_transitions(&backend, &mut metrics, &stop).await?;
+    let transitions = wiring::fleet_transitions(&config, &backend, &mut metrics, &stop).await?;
     let tasks = wiring::task_service(&config, &backend, bus.clone(), OpenTasks::Here, transitions);
     let mut kinds = Kinds::new(embedded, Runs::InProcess);
     let push_receiver = PushReceiver::new(&config.public_url());

@@ -188,7 +188,7 @@ async fn run_tasks(
         anyhow::bail!("the tasks service needs the Redis backend for its turn queue");
     };
     let bus = count_task_events(backend.bus.clone(), metrics);
-    let transitions = wiring::fleet_transitions(backend, metrics, stop).await?;
+    let transitions = wiring::fleet_transitions(config, backend, metrics, stop).await?;
     let tasks = wiring::task_service(config, backend, bus.clone(), OpenTasks::Shared, transitions);
     let fleet = LocalFleet::new(backend.fleet.clone(), backend.tasks.clone());
     grpc.add_service(

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::registry::Registry;
-use sb_fleet::{FleetMetrics, FleetService, FleetTransitions, OutcomeRecorder, WaitingIndex};
+use sb_fleet::{
+    Announcer, AnnouncerSettings, FleetMetrics, FleetService, FleetTransitions, OutcomeRecorder,
+    WaitingIndex,
+};
 use sb_gateway::auth::Authenticators;
 use sb_gateway::fleet::FleetEdge;
 use sb_gateway::{AppState, EdgeLimits, Health};
@@ -17,7 +20,7 @@ use sb_store::EventBus;
 use sb_tasks::{DeadlineConfig, DeadlineKeeper, LocalTaskService};
 use sb_webhooks::admin::{DeadLetterAdmin, admin_router};
 use sb_webhooks::dispatcher::DEFAULT_SWEEP;
-use sb_webhooks::signing::SigningSecrets;
+use sb_webhooks::signing::{SigningSecrets, parse_secret};
 use sb_webhooks::{AddressPolicy, DeliveryMetrics, Dispatcher, DispatcherConfig};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -57,10 +60,15 @@ pub(crate) fn task_service(
 /// counted (their metrics registered, flushed to the backend until `stop`) and the
 /// index of tasks waiting for a person, first completed from the unfinished tasks.
 pub(crate) async fn fleet_transitions(
+    config: &Config,
     backend: &Backend,
     metrics: &mut Registry,
     stop: &CancellationToken,
 ) -> anyhow::Result<Arc<FleetTransitions>> {
+    let announcer = inbox_announcer(config, backend)?;
+    if let Some(announcer) = &announcer {
+        announcer.resume_pending().await;
+    }
     let added = WaitingIndex::reconcile(&*backend.fleet, &*backend.tasks).await?;
     if added > 0 {
         tracing::info!(count = added, "indexed waiting tasks the index had missed");
@@ -75,8 +83,31 @@ pub(crate) async fn fleet_transitions(
     );
     Ok(Arc::new(FleetTransitions {
         outcomes,
-        waiting: WaitingIndex::spawn(backend.fleet.clone()),
+        waiting: WaitingIndex::spawn(backend.fleet.clone(), announcer, &config.public_url()),
     }))
+}
+
+/// What announces new waiting tasks to `[fleet.inbox] webhook_url`, when one is set:
+/// posted like every webhook (the same address policy, retries and attempt timeout).
+fn inbox_announcer(config: &Config, backend: &Backend) -> anyhow::Result<Option<Announcer>> {
+    let inbox = &config.fleet.inbox;
+    let (Some(url), Some(secret)) = (&inbox.webhook_url, &inbox.webhook_secret) else {
+        return Ok(None);
+    };
+    let settings = AnnouncerSettings {
+        url: url.clone(),
+        secret: parse_secret(secret).map_err(anyhow::Error::msg)?,
+        token: inbox.webhook_token.clone(),
+        retry_delays: config
+            .webhook_retry_delays_ms
+            .iter()
+            .map(|ms| Duration::from_millis(*ms))
+            .collect(),
+        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
+        policy: webhook_policy(config)?,
+    };
+    let announcer = Announcer::new(settings, backend.fleet.clone()).map_err(anyhow::Error::msg)?;
+    Ok(Some(announcer))
 }
 
 /// The fleet's endpoints (`/fleet/*`) over `service`.

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 mod drill;
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/webhook_receiver.rs"]
+mod webhook_receiver;
 
 const ADMIN: &str = "fleet-admin-token-0123456789";
 
@@ -323,9 +325,15 @@ fn listed_ids(inbox: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+const INBOX_SECRET: &str = "an-inbox-secret-of-32-characters";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inbox_lists_a_task_waiting_on_a_contradiction_and_its_answer_completes_it() {
-    let server = start(PRIVATE_CONSOLIDATE).await;
+    let (hook, received) = webhook_receiver::receiver().await;
+    let inbox_hook = format!(
+        "webhook_allow = [\"127.0.0.1/32\"]\n[fleet.inbox]\nwebhook_url = \"{hook}\"\nwebhook_secret = \"{INBOX_SECRET}\"\nwebhook_token = \"pager-token\"\n"
+    );
+    let server = start(&format!("{inbox_hook}{PRIVATE_CONSOLIDATE}")).await;
     let alice = Some("alice-token-0123456789");
     let reply = ask(&server.base, "memory", TRANSCRIPTS, alice).await;
     let task = &reply["result"]["task"];
@@ -363,6 +371,29 @@ async fn the_inbox_lists_a_task_waiting_on_a_contradiction_and_its_answer_comple
         Vec::<String>::new(),
         "bob sees only his own"
     );
+
+    // The notification webhook announced the wait, signed.
+    let (headers, body) = webhook_receiver::wait_for(&received, 1).await.remove(0);
+    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+    let expected = sb_webhooks::signing::sign(
+        INBOX_SECRET.as_bytes(),
+        &header("webhook-id"),
+        &header("webhook-timestamp"),
+        body.as_bytes(),
+    );
+    assert_eq!(header("webhook-signature"), expected);
+    assert_eq!(header("authorization"), "Bearer pager-token");
+    let notice: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(notice["type"], "inbox.waiting", "{notice}");
+    assert_eq!(notice["taskId"], task_id);
+    assert_eq!(notice["agent"], "memory");
+    assert_eq!(notice["owner"], "alice");
+    assert!(
+        notice["question"].as_str().unwrap().contains("vegetarian"),
+        "{notice}"
+    );
+    let answer_url = format!("{}/fleet/inbox/{task_id}/answer", server.base);
+    assert_eq!(notice["answerUrl"], answer_url.as_str());
 
     let from_bob = answer(
         &server.base,
@@ -417,6 +448,7 @@ async fn the_inbox_lists_a_task_waiting_on_a_contradiction_and_its_answer_comple
     );
     let again = answer(&server.base, task_id, json!({"text": "again"}), alice).await;
     assert_eq!(again.status(), 404, "answered already");
+    assert_eq!(received.lock().unwrap().len(), 1, "one wait, one notice");
 }
 
 #[tokio::test]

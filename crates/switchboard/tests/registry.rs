@@ -11,10 +11,11 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::process::{Child, Command};
-use std::sync::{Arc, Mutex};
 
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/webhook_receiver.rs"]
+mod webhook_receiver;
 
 const ADMIN: &str = "registry-admin-token-0123456789";
 
@@ -472,25 +473,6 @@ impl Drop for Server {
     }
 }
 
-/// Receives webhooks on a free loopback port: their headers, in arrival order.
-async fn receiver() -> (String, Arc<Mutex<Vec<(axum::http::HeaderMap, String)>>>) {
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let kept = received.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(
-            move |headers: axum::http::HeaderMap, body: String| async move {
-                kept.lock().unwrap().push((headers, body));
-                StatusCode::OK
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, received)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registered_agents_webhooks_are_signed_with_its_secret() {
     const SECRET: &str = "a-secret-of-24-characters";
@@ -501,7 +483,7 @@ async fn a_registered_agents_webhooks_are_signed_with_its_secret() {
         server.put("notes", definition).await.status(),
         StatusCode::CREATED
     );
-    let (hook, received) = receiver().await;
+    let (hook, received) = webhook_receiver::receiver().await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": "m-hook", "role": "ROLE_USER", "parts": [{"text": "sign me"}]},
         "configuration": {"taskPushNotificationConfig": {"url": hook}}
@@ -520,13 +502,7 @@ async fn a_registered_agents_webhooks_are_signed_with_its_secret() {
         sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{sent}"
     );
-    let mut waited = 0;
-    while received.lock().unwrap().is_empty() {
-        assert!(waited < 200, "no webhook arrived");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-        waited += 1;
-    }
-    let (headers, payload) = received.lock().unwrap()[0].clone();
+    let (headers, payload) = webhook_receiver::wait_for(&received, 1).await.remove(0);
     let header = |name: &str| headers[name].to_str().unwrap().to_owned();
     let expected = sb_webhooks::signing::sign(
         SECRET.as_bytes(),

@@ -6,8 +6,9 @@
 //! - [`chains`]: one chain of delivery jobs per task, which keeps its events in order,
 //!   and the catch-up that brings each config's durable cursor up to the task's log.
 //! - [`request`]: an event's body per protocol version, and the signed headers.
-//! - [`delivery`]: one event to one config: attempts, retries on the workspace's
-//!   backoff (or after `Retry-After`), no redirects, only allowed addresses.
+//! - [`delivery`]: one event to one config, posted until done ([`crate::post`]:
+//!   attempts, retries on the workspace's backoff or after `Retry-After`, no redirects,
+//!   only allowed addresses), logged and counted.
 //! - [`dead_letters`]: deliveries that failed for good, kept for an operator to re-drive.
 
 mod chains;
@@ -24,10 +25,11 @@ use sb_store::{DeadLetterStore, IdMap, PushConfigStore, TaskStore};
 use tokio::task::JoinHandle;
 
 use crate::metrics::DeliveryMetrics;
-use crate::ssrf::{AddressPolicy, GuardedResolver};
+use crate::post::webhook_client;
+use crate::ssrf::AddressPolicy;
 
+pub use crate::post::FailureReason;
 pub use crate::status::{DeliveryStatus, DispatchError};
-pub use delivery::FailureReason;
 pub use feed::DISPATCHER_GROUP;
 
 #[derive(Clone, Debug)]
@@ -91,12 +93,7 @@ impl Dispatcher {
         tasks: Arc<dyn TaskStore>,
         config: DispatcherConfig,
     ) -> Result<Dispatcher, DispatchError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver::new(config.policy.clone())))
-            .timeout(config.attempt_timeout)
-            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-            .build()
+        let client = webhook_client(config.policy.clone(), config.attempt_timeout)
             .map_err(DispatchError::Client)?;
         let inner = Inner {
             configs,

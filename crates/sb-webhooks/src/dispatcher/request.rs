@@ -4,14 +4,13 @@
 
 use std::sync::Arc;
 
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use sb_protocol::v03::{self, Dialect03};
 use sb_protocol::{StreamResponse, TaskPushNotificationConfig, Version};
 use sb_store::{PushConfigRecord, StoredEvent};
 
 use super::Inner;
-use super::delivery::FailureReason;
-use crate::signing::sign;
+use crate::post::{FailureReason, header_value, signed_headers};
 
 impl Inner {
     /// 1.0 receivers get the event as a `StreamResponse`; 0.3 receivers get the whole
@@ -56,34 +55,25 @@ pub(super) fn headers(
     body: &[u8],
     secret: Option<&[u8]>,
 ) -> Result<HeaderMap, FailureReason> {
-    let value = |v: &str| HeaderValue::from_str(v).map_err(|_| FailureReason::InvalidHeaderValue);
-    let mut headers = HeaderMap::new();
-    let timestamp = timestamp.to_string();
-    if let Some(secret) = secret {
-        let signature = sign(secret, webhook_id, &timestamp, body);
-        headers.insert("webhook-signature", value(&signature)?);
-    }
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert("webhook-id", value(webhook_id)?);
-    headers.insert("webhook-timestamp", value(&timestamp)?);
+    let mut headers = signed_headers(webhook_id, timestamp, body, secret)?;
     let token = config.token.as_deref().filter(|t| !t.is_empty());
     match &config.authentication {
         Some(auth) => {
             if let Some(credentials) = auth.credentials.as_deref().filter(|c| !c.is_empty()) {
                 headers.insert(
                     AUTHORIZATION,
-                    value(&format!("{} {credentials}", auth.scheme))?,
+                    header_value(&format!("{} {credentials}", auth.scheme))?,
                 );
             }
         }
         None => {
             if let Some(token) = token {
-                headers.insert(AUTHORIZATION, value(&format!("Bearer {token}"))?);
+                headers.insert(AUTHORIZATION, header_value(&format!("Bearer {token}"))?);
             }
         }
     }
     if let Some(token) = token {
-        headers.insert("x-a2a-notification-token", value(token)?);
+        headers.insert("x-a2a-notification-token", header_value(token)?);
     }
     Ok(headers)
 }
@@ -93,6 +83,7 @@ mod tests {
     use sb_protocol::AuthenticationInfo;
 
     use super::*;
+    use crate::signing::sign;
 
     fn config(
         token: Option<&str>,
