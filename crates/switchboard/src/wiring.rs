@@ -98,11 +98,7 @@ fn inbox_announcer(config: &Config, backend: &Backend) -> anyhow::Result<Option<
         url: url.clone(),
         secret: parse_secret(secret).map_err(anyhow::Error::msg)?,
         token: inbox.webhook_token.clone(),
-        retry_delays: config
-            .webhook_retry_delays_ms
-            .iter()
-            .map(|ms| Duration::from_millis(*ms))
-            .collect(),
+        retry_delays: webhook_retry_delays(config),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
         policy: webhook_policy(config)?,
     };
@@ -132,6 +128,12 @@ pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolic
     Ok(Arc::new(policy.map_err(anyhow::Error::msg)?))
 }
 
+/// The waits before each webhook retry (`webhook_retry_delays_ms`).
+fn webhook_retry_delays(config: &Config) -> Vec<Duration> {
+    let delays = config.webhook_retry_delays_ms.iter();
+    delays.map(|ms| Duration::from_millis(*ms)).collect()
+}
+
 /// The webhook dispatcher over the backend, its delivery metrics registered; it delivers
 /// once [`Dispatcher::spawn`] has it follow the bus.
 /// `signing_secrets` follow the registry (`fleet::follow_webhook_secrets`).
@@ -145,11 +147,7 @@ pub(crate) fn dispatcher(
     let delivery = Arc::new(DeliveryMetrics::default());
     delivery.register(metrics);
     let settings = DispatcherConfig {
-        retry_delays: config
-            .webhook_retry_delays_ms
-            .iter()
-            .map(|ms| Duration::from_millis(*ms))
-            .collect(),
+        retry_delays: webhook_retry_delays(config),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
         policy,
         signing_secrets,

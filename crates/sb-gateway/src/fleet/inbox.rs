@@ -48,20 +48,15 @@ pub(super) async fn list(
     Query(query): Query<InboxQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let viewer = match edge.viewer(&headers) {
-        Ok(viewer) => viewer,
-        Err(refusal) => return *refusal,
-    };
-    let waiting = match edge.service.waiting().await {
+    let waiting = match visible_waiting(&edge, &headers).await {
         Ok(waiting) => waiting,
-        Err(e) => return unavailable(&e),
+        Err(refusal) => return *refusal,
     };
     let now = Utc::now();
     let timeout =
         Duration::seconds(i64::try_from(edge.input_timeout_secs).unwrap_or(i64::MAX / 1000));
     let listed: Vec<Waiting<'_>> = waiting
         .iter()
-        .filter(|r| viewer.sees_task(&r.agent, &r.owner))
         .filter(|r| query.agent.as_ref().is_none_or(|a| *a == r.agent))
         .map(|record| {
             let since = record.task.status.timestamp.unwrap_or(record.created_at);
@@ -127,18 +122,11 @@ pub(super) async fn answer(
             "an answer needs a non-empty \"text\" or a \"data\" value",
         );
     }
-    let viewer = match edge.viewer(&headers) {
-        Ok(viewer) => viewer,
+    let waiting = match visible_waiting(&edge, &headers).await {
+        Ok(waiting) => waiting,
         Err(refusal) => return *refusal,
     };
-    let waiting = match edge.service.waiting().await {
-        Ok(waiting) => waiting,
-        Err(e) => return unavailable(&e),
-    };
-    let Some(record) = waiting
-        .into_iter()
-        .find(|r| r.task.id == task_id && viewer.sees_task(&r.agent, &r.owner))
-    else {
+    let Some(record) = waiting.into_iter().find(|r| r.task.id == task_id) else {
         return error(
             StatusCode::NOT_FOUND,
             format!(
@@ -150,6 +138,23 @@ pub(super) async fn answer(
         Ok(sent) => axum::Json(sent).into_response(),
         Err(e) => a2a_error(&e),
     }
+}
+
+/// The waiting tasks the caller may see, longest waiting first.
+async fn visible_waiting(
+    edge: &FleetEdge,
+    headers: &HeaderMap,
+) -> Result<Vec<TaskRecord>, Box<Response>> {
+    let viewer = edge.viewer(headers)?;
+    let waiting = edge
+        .service
+        .waiting()
+        .await
+        .map_err(|e| Box::new(unavailable(&e)))?;
+    Ok(waiting
+        .into_iter()
+        .filter(|r| viewer.sees_task(&r.agent, &r.owner))
+        .collect())
 }
 
 /// Sends the answer as the task owner's next message; the send's result (`{"task": …}`)
