@@ -77,13 +77,13 @@ impl FleetMetrics {
         self.durations
             .get_or_create(&labels)
             .observe(outcome.duration_ms as f64 / 1000.0);
+        self.outcomes.get_or_create(&labels).inc();
         if let Some(usd) = outcome.cost_usd {
             let labels = SkillLabels {
-                agent: labels.agent.clone(),
-                skill: labels.skill.clone(),
+                agent: labels.agent,
+                skill: labels.skill,
             };
             self.cost.get_or_create(&labels).inc_by(usd);
         }
-        self.outcomes.get_or_create(&labels).inc();
     }
 }

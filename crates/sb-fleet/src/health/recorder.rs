@@ -43,7 +43,12 @@ impl OutcomeRecorder {
         let mut pending = self.pending.lock();
         for span in Span::ALL {
             let tallies = pending.entry(span.bucket(at_ms)).or_default();
-            tallies.entry(pair.clone()).or_default().add(outcome);
+            // Looked up before inserting: the pair is nearly always there already, and
+            // this runs on the commit path of every task.
+            match tallies.get_mut(&pair) {
+                Some(tally) => tally.add(outcome),
+                None => tallies.entry(pair.clone()).or_default().add(outcome),
+            }
         }
     }
 
