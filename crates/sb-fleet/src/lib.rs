@@ -9,6 +9,7 @@
 //! - [`health`]: outcomes counted into shared time buckets, as metrics, and reported.
 //! - [`waiting`]: the index of tasks waiting for a person.
 //! - [`announce`]: each new wait announced to the inbox's notification webhook.
+//! - [`ceremonies`]: scheduled invocations (definitions so far).
 //! - [`service`]: [`FleetService`] (what a gateway reads), [`LocalFleet`], and
 //!   [`FleetTransitions`], which the task service tells of each committed change.
 //!
@@ -16,6 +17,7 @@
 //! so every replica counts into, and reads from, the same buckets and index.
 
 pub mod announce;
+pub mod ceremonies;
 pub mod config;
 pub mod health;
 pub mod outcome;
