@@ -155,3 +155,88 @@ async fn apply(store: &dyn FleetStore, change: &Change) -> StoreResult<()> {
         Change::Done { task_id } => store.set_remove(WAITING, task_id).await.map(|_| ()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sb_protocol::{Message, Role};
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService, TaskUpdate, Transitions};
+
+    use super::*;
+
+    /// Transitions that only keep the index.
+    #[derive(Debug)]
+    struct IndexOnly(WaitingIndex);
+
+    impl Transitions for IndexOnly {
+        fn changed(&self, from: Option<TaskState>, record: &TaskRecord) {
+            self.0.changed(from, record);
+        }
+    }
+
+    async fn task(tasks: &LocalTaskService) -> String {
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("hi")
+        };
+        let new = NewTask {
+            scope: Scope {
+                agent: "a".into(),
+                owner: String::new(),
+            },
+            message,
+            metadata: None,
+        };
+        tasks.create(new).await.unwrap().task.id
+    }
+
+    async fn set(tasks: &LocalTaskService, id: &str, state: TaskState) {
+        let update = TaskUpdate::Status {
+            state,
+            message: None,
+            metadata: None,
+        };
+        tasks.update(id, update).await.unwrap();
+    }
+
+    async fn listed(store: &MemoryStore) -> Vec<String> {
+        // The index is written off the commit path: give it a moment.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let records = WaitingIndex::list(store, store).await.unwrap();
+        records.into_iter().map(|r| r.task.id).collect()
+    }
+
+    #[tokio::test]
+    async fn the_index_follows_tasks_into_and_out_of_waiting() {
+        let store = Arc::new(MemoryStore::new());
+        let index = WaitingIndex::spawn(store.clone(), None, "http://sb");
+        let tasks = LocalTaskService::new(store.clone(), Arc::new(LocalBus::new()))
+            .with_transitions(Arc::new(IndexOnly(index)));
+        let (asking, working) = (task(&tasks).await, task(&tasks).await);
+        set(&tasks, &asking, TaskState::InputRequired).await;
+        set(&tasks, &working, TaskState::Working).await;
+        assert_eq!(listed(&store).await, std::slice::from_ref(&asking));
+        set(&tasks, &asking, TaskState::Working).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let members = store.set_members(WAITING).await.unwrap();
+        assert_eq!(members, [], "the index itself forgets an answered task");
+    }
+
+    #[tokio::test]
+    async fn a_missed_entry_is_added_at_start_and_a_stale_one_dropped_when_read() {
+        let store = Arc::new(MemoryStore::new());
+        // No index: as if the process died between the commits and the index writes.
+        let tasks = LocalTaskService::new(store.clone(), Arc::new(LocalBus::new()));
+        let (missed, stale) = (task(&tasks).await, task(&tasks).await);
+        set(&tasks, &missed, TaskState::AuthRequired).await;
+        set(&tasks, &stale, TaskState::Completed).await;
+        store.set_put(WAITING, &stale, 1).await.unwrap();
+        assert_eq!(WaitingIndex::reconcile(&*store, &*store).await.unwrap(), 1);
+        assert_eq!(listed(&store).await, [missed]);
+        let members = store.set_members(WAITING).await.unwrap();
+        assert!(
+            !members.iter().any(|(m, _)| *m == stale),
+            "dropped: {members:?}"
+        );
+    }
+}
