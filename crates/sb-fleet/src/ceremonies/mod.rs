@@ -1,4 +1,7 @@
 //! Ceremonies: scheduled invocations of the fleet's agents (the fleet guide's name).
 //!
 //! - [`definition`]: a ceremony, its checks, how an update applies.
+//! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
+
 pub mod definition;
+pub mod files;
