@@ -2,6 +2,8 @@
 //!
 //! - [`definition`]: a ceremony, its checks, how an update applies.
 //! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
+//! - [`schedule`]: which firings are due, claimed once across replicas, with catch-up.
 
 pub mod definition;
 pub mod files;
+pub mod schedule;
