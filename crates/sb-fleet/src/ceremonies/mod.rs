@@ -1,9 +1,11 @@
 //! Ceremonies: scheduled invocations of the fleet's agents (the fleet guide's name).
 //!
 //! - [`definition`]: a ceremony, its checks, how an update applies.
+//! - [`book`]: the ceremonies in force (files' and API's) and who may change which.
 //! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
 //! - [`schedule`]: which firings are due, claimed once across replicas, with catch-up.
 
+pub mod book;
 pub mod definition;
 pub mod files;
 pub mod schedule;
