@@ -4,8 +4,10 @@
 //! - [`book`]: the ceremonies in force (files' and API's) and who may change which.
 //! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
 //! - [`schedule`]: which firings are due, claimed once across replicas, with catch-up.
+//! - [`runs`]: each run (or missed firing) kept with its tasks and their outcomes.
 
 pub mod book;
 pub mod definition;
 pub mod files;
+pub mod runs;
 pub mod schedule;
