@@ -18,7 +18,7 @@ use sb_webhooks::post::{Attempted, post_until_done, signed_headers};
 use sb_webhooks::ssrf::AddressPolicy;
 use serde::{Deserialize, Serialize};
 
-use crate::service::now_ms;
+use sb_store::fleet::now_ms;
 
 /// Where pending notices are kept.
 const PENDING: &str = "inbox-notices";
@@ -47,7 +47,7 @@ pub struct Notice {
 
 impl Notice {
     pub fn of(record: &TaskRecord, public_url: &str) -> Notice {
-        let since = record.task.status.timestamp.unwrap_or(record.created_at);
+        let since = record.status_time();
         Notice {
             kind: "inbox.waiting".into(),
             agent: record.agent.clone(),

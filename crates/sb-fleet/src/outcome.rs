@@ -134,15 +134,6 @@ mod tests {
         }
     }
 
-    fn data(value: Value) -> Part {
-        Part {
-            content: PartContent::Data(value),
-            metadata: None,
-            filename: None,
-            media_type: None,
-        }
-    }
-
     #[test]
     fn an_unfinished_task_has_no_outcome() {
         assert_eq!(Outcome::of(&record(TaskState::Working, None, None)), None);
@@ -199,7 +190,7 @@ mod tests {
     fn cost_comes_from_a_cost_v1_part_in_the_status_or_an_artifact() {
         let cost = json!({"usage": {"input_tokens": 10}, "durationMs": 900, "costUsd": 0.0125});
         let mut message = Message::agent_text("done");
-        message.parts.push(data(cost.clone()));
+        message.parts.push(Part::data(cost.clone()));
         let in_status = record(TaskState::Completed, None, Some(message));
         assert_eq!(cost_of(&in_status.task), Some(0.0125));
 
@@ -208,7 +199,7 @@ mod tests {
             artifact_id: "a".into(),
             name: None,
             description: None,
-            parts: vec![data(json!({"answer": 42})), data(cost)],
+            parts: vec![Part::data(json!({"answer": 42})), Part::data(cost)],
             metadata: None,
             extensions: Vec::new(),
         });
@@ -216,7 +207,10 @@ mod tests {
 
         let mut other_data = record(TaskState::Completed, None, None);
         other_data.task.status.message = Some(Message {
-            parts: vec![data(json!({"costUsd": "free"})), data(json!({"usage": {}}))],
+            parts: vec![
+                Part::data(json!({"costUsd": "free"})),
+                Part::data(json!({"usage": {}})),
+            ],
             ..Message::agent_text("")
         });
         assert_eq!(cost_of(&other_data.task), None, "not cost-v1 parts");

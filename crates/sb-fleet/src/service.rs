@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use sb_protocol::{A2AError, TaskState};
+use sb_store::fleet::now_ms;
 use sb_store::{FleetStore, StoreError, TaskRecord, TaskStore};
 use sb_tasks::Transitions;
 
@@ -44,10 +45,6 @@ impl LocalFleet {
 fn unavailable(error: StoreError) -> A2AError {
     tracing::error!(%error, "fleet store failure");
     A2AError::internal("the fleet's state is unavailable; try again").retryable(true)
-}
-
-pub(crate) fn now_ms() -> u64 {
-    chrono::Utc::now().timestamp_millis().max(0) as u64
 }
 
 #[async_trait]

@@ -81,14 +81,9 @@ impl WaitingIndex {
     pub fn changed(&self, from: Option<TaskState>, record: &TaskRecord) {
         let task_id = record.task.id.clone();
         let change = if record.state().is_interrupted() {
-            let since = record
-                .task
-                .status
-                .timestamp
-                .unwrap_or_else(chrono::Utc::now);
             Change::Waiting {
                 task_id,
-                since_ms: since.timestamp_millis(),
+                since_ms: record.status_time().timestamp_millis(),
                 notice: self
                     .public_url
                     .as_deref()
@@ -119,7 +114,7 @@ impl WaitingIndex {
             if !record.state().is_interrupted() || indexed.contains(&record.task.id) {
                 continue;
             }
-            let since = record.task.status.timestamp.unwrap_or(record.created_at);
+            let since = record.status_time();
             store
                 .set_put(WAITING, &record.task.id, since.timestamp_millis())
                 .await?;

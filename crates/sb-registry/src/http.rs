@@ -71,11 +71,14 @@ pub fn router(
         .with_state(api)
 }
 
-fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
+/// An error of Switchboard's own HTTP APIs (the registry's, the fleet's):
+/// `{"error": {code, status, message, field?}}`.
+pub fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
     let mut body = json!({"error": {
         "code": status.as_u16(),
         "status": match status {
             StatusCode::BAD_REQUEST => "INVALID_ARGUMENT",
+            StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
             StatusCode::NOT_FOUND => "NOT_FOUND",
             StatusCode::FORBIDDEN => "PERMISSION_DENIED",
             _ => "UNAVAILABLE",

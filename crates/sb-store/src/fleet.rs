@@ -67,7 +67,7 @@ pub trait FleetStore: Send + Sync + std::fmt::Debug + 'static {
 
 /// Milliseconds since the epoch, as `expires_at_ms` counts them. A clock before the
 /// epoch reads 0: nothing has expired yet, rather than an error on every call.
-pub(crate) fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

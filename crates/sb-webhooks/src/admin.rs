@@ -68,18 +68,20 @@ fn authorized(admin: &Admin, headers: &HeaderMap) -> bool {
     refusal(&admin.token, headers).is_none()
 }
 
-/// The 401 to answer unless `headers` carry `Authorization: Bearer <token>` (compared in
-/// constant time). Every operator endpoint checks its token here.
-pub fn refusal(token: &str, headers: &HeaderMap) -> Option<Response> {
+/// Whether `headers` carry `Authorization: Bearer <token>` (compared in constant time).
+/// Every operator check of the admin token is this one.
+pub fn presents(token: &str, headers: &HeaderMap) -> bool {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    match bool::from(presented.as_bytes().ct_eq(token.as_bytes())) {
-        true => None,
-        false => Some(refused()),
-    }
+    bool::from(presented.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// The 401 to answer unless `headers` carry the admin token ([`presents`]).
+pub fn refusal(token: &str, headers: &HeaderMap) -> Option<Response> {
+    (!presents(token, headers)).then(refused)
 }
 
 fn refused() -> Response {

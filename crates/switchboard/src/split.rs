@@ -120,10 +120,10 @@ pub async fn serve_split(
         let local = local_registry.filter(|_| config.runs(Service::Registry));
         let (services, registry, auth) = clients(&config, &listener, local, kinds, &stop).await?;
         let state = wiring::gateway_state(&config, services, auth, health, &stop, &mut metrics);
-        let tasks_url = config
-            .tasks_url
-            .clone()
-            .unwrap_or_else(|| own_url(&listener));
+        let tasks_url = match &config.tasks_url {
+            Some(url) => url.clone(),
+            None => own_url(&listener)?,
+        };
         let fleet_service = Arc::new(FleetClient::new(channel(&tasks_url)?));
         http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
         // The public A2A gRPC service sits with the internal ones (same content type).
@@ -270,7 +270,7 @@ async fn clients(
     Arc<dyn RegistryService>,
     Arc<Authenticators>,
 )> {
-    let own = own_url(listener);
+    let own = own_url(listener)?;
     let url = |given: &Option<String>| given.clone().unwrap_or_else(|| own.clone());
     let (registry, live): (Arc<dyn RegistryService>, _) = match local_registry {
         Some(local) => {
@@ -310,11 +310,8 @@ async fn clients(
 }
 
 /// This process's own address, where services not given a URL are found.
-fn own_url(listener: &TcpListener) -> String {
-    match listener.local_addr() {
-        Ok(address) => format!("http://{address}"),
-        Err(_) => "http://127.0.0.1".to_owned(),
-    }
+fn own_url(listener: &TcpListener) -> anyhow::Result<String> {
+    Ok(format!("http://{}", listener.local_addr()?))
 }
 
 fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {

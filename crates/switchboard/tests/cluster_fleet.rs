@@ -5,40 +5,12 @@
 
 #![allow(clippy::unwrap_used)] // test harness
 
-use std::time::Duration;
-
-use serde_json::Value;
-
 #[path = "support/cluster.rs"]
 mod cluster;
 #[path = "support/fleet_drill.rs"]
 mod drill;
 
 use cluster::{ADMIN_TOKEN, Cluster, ONE_AT_A_TIME};
-
-async fn report(gateway: &str) -> Value {
-    reqwest::Client::new()
-        .get(format!("{gateway}/fleet/health"))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-fn counted(report: &Value) -> u64 {
-    report["windows"]["1h"]["agents"]
-        .as_array()
-        .map(|agents| {
-            agents
-                .iter()
-                .map(|a| a["count"].as_u64().unwrap_or(0))
-                .sum()
-        })
-        .unwrap_or(0)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_health_through_either_gateway_matches_the_outcomes_counted_by_the_test() {
@@ -50,34 +22,8 @@ async fn fleet_health_through_either_gateway_matches_the_outcomes_counted_by_the
     let total: u64 = expected.values().map(drill::Expected::count).sum();
 
     for gateway in &gateways {
-        let mut seen = report(gateway).await;
-        for _ in 0..50 {
-            if counted(&seen) >= total {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            seen = report(gateway).await;
-        }
-        for window in ["1h", "24h"] {
-            let agents = seen["windows"][window]["agents"].as_array().unwrap();
-            for ((agent, skill), wanted) in &expected {
-                let entry = agents
-                    .iter()
-                    .find(|a| a["agent"] == agent.as_str())
-                    .unwrap();
-                drill::check_stats(entry, wanted, &format!("{gateway} {window} {agent}"));
-                let skills = entry["skills"].as_array().unwrap();
-                let by_skill = skills
-                    .iter()
-                    .find(|s| s["skill"] == skill.as_str())
-                    .unwrap();
-                drill::check_stats(
-                    by_skill,
-                    wanted,
-                    &format!("{gateway} {window} {agent}/{skill}"),
-                );
-            }
-        }
+        let seen = drill::report_counting(gateway, ADMIN_TOKEN, total).await;
+        drill::check_report(&seen, &expected, gateway);
     }
 
     let mut texts = Vec::new();

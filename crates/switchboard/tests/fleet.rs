@@ -56,59 +56,14 @@ async fn health(base: &str, token: Option<&str>, query: &str) -> reqwest::Respon
     request.send().await.unwrap()
 }
 
-/// The report once it counts `total` outcomes in the last hour (flushes are ~1 s apart).
-async fn report_counting(base: &str, total: u64) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..50 {
-        last = health(base, Some(ADMIN), "").await.json().await.unwrap();
-        let counted: u64 = last["windows"]["1h"]["agents"]
-            .as_array()
-            .map(|agents| {
-                agents
-                    .iter()
-                    .map(|a| a["count"].as_u64().unwrap_or(0))
-                    .sum()
-            })
-            .unwrap_or(0);
-        if counted >= total {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("fleet health never counted {total} outcomes: {last}");
-}
-
 #[tokio::test]
 async fn fleet_health_and_metrics_match_the_outcomes_counted_by_the_test() {
     let server = start("").await;
     let plan = drill::plan();
     let expected = drill::run(std::slice::from_ref(&server.base), &plan, None).await;
     let total: u64 = expected.values().map(drill::Expected::count).sum();
-    let report = report_counting(&server.base, total).await;
-
-    for window in ["1h", "24h"] {
-        let agents = report["windows"][window]["agents"].as_array().unwrap();
-        for ((agent, skill), wanted) in &expected {
-            let entry = agents
-                .iter()
-                .find(|a| a["agent"] == agent.as_str())
-                .unwrap();
-            drill::check_stats(entry, wanted, &format!("{window} {agent}"));
-            let by_skill = entry["skills"].as_array().unwrap();
-            let skill_entry = by_skill
-                .iter()
-                .find(|s| s["skill"] == skill.as_str())
-                .unwrap();
-            drill::check_stats(skill_entry, wanted, &format!("{window} {agent}/{skill}"));
-            let fleet_skill = report["windows"][window]["skills"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["skill"] == skill.as_str())
-                .unwrap();
-            drill::check_stats(fleet_skill, wanted, &format!("{window} skill {skill}"));
-        }
-    }
+    let report = drill::report_counting(&server.base, ADMIN, total).await;
+    drill::check_report(&report, &expected, "all-in-one");
     let cost_per_success = report["windows"]["1h"]["agents"]
         .as_array()
         .unwrap()
@@ -152,7 +107,7 @@ async fn an_agent_failing_most_tasks_is_unhealthy_and_its_skill_unserved() {
         .filter(|p| p.agent == "drafter")
         .collect();
     drill::run(std::slice::from_ref(&server.base), &plan, None).await;
-    let report = report_counting(&server.base, plan.len() as u64).await;
+    let report = drill::report_counting(&server.base, ADMIN, plan.len() as u64).await;
     let agents = report["windows"]["1h"]["agents"].as_array().unwrap();
     let drafter = agents.iter().find(|a| a["agent"] == "drafter").unwrap();
     assert_eq!(drafter["healthy"], false, "{drafter}");

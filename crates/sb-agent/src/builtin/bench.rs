@@ -14,7 +14,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use sb_protocol::{Message, Part, PartContent, TaskState};
+use sb_protocol::{Message, Part, TaskState};
 use serde_json::json;
 
 use super::EchoAgent;
@@ -138,12 +138,7 @@ impl Agent for BenchAgent {
                 if let Some(usd) = cost_usd {
                     let elapsed = after.as_millis() as u64;
                     let usage = json!({"usage": {"input_tokens": 100, "output_tokens": 20}, "durationMs": elapsed, "costUsd": usd});
-                    message.parts.push(Part {
-                        content: PartContent::Data(usage),
-                        metadata: None,
-                        filename: None,
-                        media_type: None,
-                    });
+                    message.parts.push(Part::data(usage));
                 }
                 reporter.status(state, Some(message)).await?;
                 Ok(())

@@ -509,12 +509,7 @@ mod tests {
 
         let data_first = Message {
             parts: vec![
-                Part {
-                    content: PartContent::Data(json!({"k": 1})),
-                    metadata: None,
-                    filename: None,
-                    media_type: None,
-                },
+                Part::data(json!({"k": 1})),
                 Part::text("tck-task-failure trigger error"),
             ],
             ..user_message(&new_id(), "")

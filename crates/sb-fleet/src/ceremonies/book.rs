@@ -10,6 +10,7 @@ use sb_store::{FleetStore, StoreError};
 
 use super::definition::{Ceremony, CeremonyUpdate, Invalid, check_id};
 use super::files::Loaded;
+use super::stored;
 
 /// Where the API's ceremonies are kept.
 const MADE: &str = "ceremonies";
@@ -94,7 +95,7 @@ pub async fn create(
             ceremony.id
         )));
     }
-    let bytes = serde_json::to_vec(&ceremony).map_err(|e| StoreError::backend(e.to_string()))?;
+    let bytes = stored::encode(&ceremony)?;
     if !store
         .doc_swap(MADE, &ceremony.id, None, Some(bytes))
         .await?
@@ -146,7 +147,7 @@ pub async fn update(
 ) -> Result<Ceremony, BookError> {
     let (stored, ceremony) = changeable(files, store, caller, id).await?;
     let updated = ceremony.updated(update)?;
-    let bytes = serde_json::to_vec(&updated).map_err(|e| StoreError::backend(e.to_string()))?;
+    let bytes = stored::encode(&updated)?;
     if !store.doc_swap(MADE, id, Some(&stored), Some(bytes)).await? {
         return Err(BookError::Conflict(format!(
             "ceremony {id} changed meanwhile; read it again and retry"

@@ -5,9 +5,11 @@
 //! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
 //! - [`schedule`]: which firings are due, claimed once across replicas, with catch-up.
 //! - [`runs`]: each run (or missed firing) kept with its tasks and their outcomes.
+//! - `stored`: documents several replicas change (read, change, compare-and-set).
 
 pub mod book;
 pub mod definition;
 pub mod files;
 pub mod runs;
 pub mod schedule;
+mod stored;

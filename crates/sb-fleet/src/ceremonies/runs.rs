@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use sb_protocol::TaskState;
-use sb_store::{FleetStore, StoreError, StoreResult};
+use sb_store::{FleetStore, StoreResult};
+
+use super::stored;
 use serde::{Deserialize, Serialize};
 
 /// Runs kept per ceremony; older ones are dropped as new ones are recorded.
@@ -65,16 +67,12 @@ fn run_id(run: &Run) -> String {
     format!("{millis:015}-{trigger}")
 }
 
-fn encode(run: &Run) -> StoreResult<Vec<u8>> {
-    serde_json::to_vec(run).map_err(|e| StoreError::backend(e.to_string()))
-}
-
 /// Keeps `run` (replacing a run of the same firing), then drops the oldest beyond
 /// [`RUNS_KEPT`].
 pub async fn record(store: &dyn FleetStore, run: &Run) -> StoreResult<()> {
     let collection = collection(&run.ceremony);
     store
-        .doc_put(&collection, &run_id(run), encode(run)?)
+        .doc_put(&collection, &run_id(run), stored::encode(run)?)
         .await?;
     let ids: Vec<String> = store
         .doc_list(&collection)
@@ -97,32 +95,17 @@ pub async fn settle(
     error: Option<String>,
 ) -> StoreResult<()> {
     let collection = collection(&run.ceremony);
-    let id = run_id(run);
-    for _ in 0..8 {
-        let Some(stored) = store.doc_get(&collection, &id).await? else {
-            return Ok(());
-        };
-        let Ok(mut current) = serde_json::from_slice::<Run>(&stored) else {
-            return Ok(());
-        };
-        let Some(task) = current
+    stored::update(store, &collection, &run_id(run), |current: Option<Run>| {
+        let mut current = current?;
+        let task = current
             .tasks
             .iter_mut()
-            .find(|t| t.task_id.as_deref() == Some(task_id))
-        else {
-            return Ok(());
-        };
+            .find(|t| t.task_id.as_deref() == Some(task_id))?;
         task.state = Some(state);
         task.error = error.clone();
-        let next = encode(&current)?;
-        if store
-            .doc_swap(&collection, &id, Some(&stored), Some(next))
-            .await?
-        {
-            return Ok(());
-        }
-    }
-    Ok(())
+        Some(current)
+    })
+    .await
 }
 
 /// The ceremony's runs, newest first.

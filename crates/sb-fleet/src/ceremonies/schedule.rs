@@ -11,6 +11,7 @@ use sb_store::{FleetStore, StoreResult};
 use serde::{Deserialize, Serialize};
 
 use super::definition::{Ceremony, parse_schedule};
+use super::stored;
 
 /// Where each ceremony's cursor is kept.
 const CURSORS: &str = "ceremony-cursors";
@@ -117,25 +118,13 @@ impl Scheduler {
         id: &str,
         to: DateTime<Utc>,
     ) -> StoreResult<()> {
-        for _ in 0..8 {
-            let stored = store.doc_get(CURSORS, id).await?;
-            let current = stored
-                .as_deref()
-                .and_then(|bytes| serde_json::from_slice::<Cursor>(bytes).ok());
-            if current.as_ref().is_some_and(|c| c.through >= to) {
-                return Ok(());
-            }
-            let Ok(next) = serde_json::to_vec(&Cursor { through: to }) else {
-                return Ok(());
-            };
-            if store
-                .doc_swap(CURSORS, id, stored.as_deref(), Some(next))
-                .await?
-            {
-                return Ok(());
-            }
-        }
-        Ok(())
+        stored::update(store, CURSORS, id, |current: Option<Cursor>| match current
+            .is_some_and(|c| c.through >= to)
+        {
+            true => None,
+            false => Some(Cursor { through: to }),
+        })
+        .await
     }
 }
 

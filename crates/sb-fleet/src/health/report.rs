@@ -219,9 +219,10 @@ pub fn build(
     policy: HealthPolicy,
     now: DateTime<Utc>,
 ) -> HealthReport {
-    let last_hour = counters.get(&Window::LastHour).cloned().unwrap_or_default();
+    let none = BTreeMap::new();
+    let last_hour = counters.get(&Window::LastHour).unwrap_or(&none);
     let mut hour_totals: BTreeMap<String, Tally> = BTreeMap::new();
-    for ((agent, _), tally) in tallies_of(&last_hour) {
+    for ((agent, _), tally) in tallies_of(last_hour) {
         hour_totals.entry(agent).or_default().merge(&tally);
     }
     let healthy: BTreeMap<String, bool> = agents
@@ -238,7 +239,7 @@ pub fn build(
     let waiting_too_long = waiting
         .iter()
         .filter_map(|record| {
-            let since = record.task.status.timestamp.unwrap_or(record.created_at);
+            let since = record.status_time();
             let waiting_secs = (now - since).num_seconds().max(0) as u64;
             (waiting_secs > policy.waiting_alert_secs).then(|| LongWait {
                 agent: record.agent.clone(),

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
 use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use sb_protocol::{A2AError, Message, Part, PartContent, Role, TaskState, Version, new_id};
+use sb_protocol::{A2AError, Message, Part, Role, TaskState, Version, new_id};
 use sb_store::TaskRecord;
 use sb_tasks::Scope;
 use serde::{Deserialize, Serialize};
@@ -59,7 +59,7 @@ pub(super) async fn list(
         .iter()
         .filter(|r| query.agent.as_ref().is_none_or(|a| *a == r.agent))
         .map(|record| {
-            let since = record.task.status.timestamp.unwrap_or(record.created_at);
+            let since = record.status_time();
             let message = record.task.status.message.as_ref();
             Waiting {
                 agent: &record.agent,
@@ -109,12 +109,7 @@ pub(super) async fn answer(
         parts.push(Part::text(text));
     }
     if let Some(data) = answer.data {
-        parts.push(Part {
-            content: PartContent::Data(data),
-            metadata: None,
-            filename: None,
-            media_type: None,
-        });
+        parts.push(Part::data(data));
     }
     if parts.is_empty() {
         return error(

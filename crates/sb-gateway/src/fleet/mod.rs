@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use sb_fleet::{FleetService, HealthPolicy};
 use sb_protocol::A2AError;
-use serde_json::json;
 
 use crate::AppState;
 
@@ -47,18 +46,9 @@ pub fn routes(edge: FleetEdge) -> Router {
         .with_state(edge)
 }
 
-/// An error body like the registry API's: `{"error": {code, status, message}}`.
+/// An error body as the registry API's: `{"error": {code, status, message}}`.
 pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let name = match status {
-        StatusCode::BAD_REQUEST => "INVALID_ARGUMENT",
-        StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
-        StatusCode::NOT_FOUND => "NOT_FOUND",
-        StatusCode::FORBIDDEN => "PERMISSION_DENIED",
-        _ => "UNAVAILABLE",
-    };
-    let body =
-        json!({"error": {"code": status.as_u16(), "status": name, "message": message.into()}});
-    (status, axum::Json(body)).into_response()
+    sb_registry::http::error(status, message, None)
 }
 
 fn unavailable(e: &A2AError) -> Response {

@@ -6,10 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use sb_registry::Fleet;
-use subtle::ConstantTimeEq;
 
 use super::error;
 use crate::AppState;
@@ -31,10 +30,7 @@ impl Viewer {
         fleet: &Fleet,
         headers: &HeaderMap,
     ) -> Result<Viewer, Box<Response>> {
-        if let Some(token) = admin_token
-            && bearer(headers)
-                .is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
-        {
+        if admin_token.is_some_and(|token| sb_webhooks::admin::presents(token, headers)) {
             return Ok(Viewer::Admin);
         }
         let mut visible = BTreeMap::new();
@@ -72,10 +68,4 @@ impl Viewer {
             Viewer::Principal(visible) => visible.get(agent).is_some_and(|o| o == owner),
         }
     }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }

@@ -84,6 +84,16 @@ impl Part {
         }
     }
 
+    /// A DataPart: any JSON value.
+    pub fn data(data: Value) -> Part {
+        Part {
+            content: PartContent::Data(data),
+            metadata: None,
+            filename: None,
+            media_type: None,
+        }
+    }
+
     pub fn as_text(&self) -> Option<&str> {
         match &self.content {
             PartContent::Text(t) => Some(t),

@@ -161,22 +161,11 @@ fn send_body(task: &Planned, id: usize) -> Value {
     let mut metadata = json!({});
     metadata[task.skill_key] = json!(task.skill);
     json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {
-        "message": {"messageId": format!("drill-{id}-{}", uuid_like(id)), "role": "ROLE_USER",
+        "message": {"messageId": format!("drill-{id}"), "role": "ROLE_USER",
                     "parts": [{"text": task.command}]},
         "metadata": metadata,
         "configuration": {"returnImmediately": task.cancel},
     }})
-}
-
-fn uuid_like(id: usize) -> String {
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-            ^ id as u128
-    )
 }
 
 /// Runs `plan`, task `i` through `gateways[i % len]`, eight at a time; each task ends
@@ -353,4 +342,72 @@ pub(crate) fn check_metrics(texts: &[String], agent: &str, skill: &str, expected
         "cost {cost} vs {}",
         expected.cost_usd
     );
+}
+
+/// `GET {base}/fleet/health` with the admin token, once it counts `total` outcomes in
+/// the last hour (flushes are about a second apart).
+pub(crate) async fn report_counting(base: &str, admin_token: &str, total: u64) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..50 {
+        last = reqwest::Client::new()
+            .get(format!("{base}/fleet/health"))
+            .bearer_auth(admin_token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let counted: u64 = last["windows"]["1h"]["agents"]
+            .as_array()
+            .map(|agents| {
+                agents
+                    .iter()
+                    .map(|a| a["count"].as_u64().unwrap_or(0))
+                    .sum()
+            })
+            .unwrap_or(0);
+        if counted >= total {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("fleet health never counted {total} outcomes: {last}");
+}
+
+/// Checks both windows of `report` against what the drill expects: each agent, each of
+/// its skills, and each skill across the fleet.
+pub(crate) fn check_report(
+    report: &Value,
+    expected: &BTreeMap<(String, String), Expected>,
+    label: &str,
+) {
+    for window in ["1h", "24h"] {
+        let found = |list: &Value, key: &str, name: &str| -> Value {
+            let entries = list
+                .as_array()
+                .unwrap_or_else(|| panic!("{label} {window}: {report}"));
+            let entry = entries.iter().find(|e| e[key] == name);
+            entry
+                .cloned()
+                .unwrap_or_else(|| panic!("{label} {window}: no {key} {name}"))
+        };
+        let windowed = &report["windows"][window];
+        for ((agent, skill), wanted) in expected {
+            let entry = found(&windowed["agents"], "agent", agent);
+            check_stats(&entry, wanted, &format!("{label} {window} {agent}"));
+            let by_skill = found(&entry["skills"], "skill", skill);
+            check_stats(
+                &by_skill,
+                wanted,
+                &format!("{label} {window} {agent}/{skill}"),
+            );
+            let fleet_skill = found(&windowed["skills"], "skill", skill);
+            check_stats(
+                &fleet_skill,
+                wanted,
+                &format!("{label} {window} skill {skill}"),
+            );
+        }
+    }
 }
