@@ -20,13 +20,14 @@ use sb_agent::{
 };
 use sb_client::follow::{FollowError, FollowSettings, Follower};
 use sb_protocol::card::RESUME_EXTENSION;
+use sb_protocol::delegation::skill_of;
 use sb_protocol::{
     A2AError, Message, Metadata, StreamResponse, TaskPushNotificationConfig, TaskState,
 };
 use tracing::Instrument;
 
 use crate::forward::{self, Answer, Opened};
-use crate::link::{Link, skill_of, upstream_context};
+use crate::link::{Link, upstream_context};
 use crate::mirror::{Mirror, Mirrored};
 use crate::push::{PushReceiver, PushWatch};
 use crate::upstream::{Connection, Upstream};

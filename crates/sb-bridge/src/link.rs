@@ -88,14 +88,6 @@ pub fn upstream_context(owner: &str, context_id: &str) -> String {
     uuid::Uuid::new_v8(bytes).to_string()
 }
 
-/// The skill a message asks for, by the fleet guide's metadata keys.
-pub fn skill_of(metadata: Option<&Metadata>) -> Option<String> {
-    let metadata = metadata?;
-    ["skill", "skillHint"]
-        .iter()
-        .find_map(|key| metadata.get(*key)?.as_str().map(str::to_owned))
-}
-
 #[cfg(test)]
 mod tests {
     use super::upstream_context;

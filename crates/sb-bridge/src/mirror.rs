@@ -58,6 +58,12 @@ impl Mirror {
         }
     }
 
+    /// The task was moved to `state` outside the mirror (a routing agent saying where it
+    /// sent the task): the mirror does not report that move again.
+    pub fn moved_to(&mut self, state: TaskState) {
+        self.state = state;
+    }
+
     /// Mirrors one upstream event.
     pub async fn apply(&mut self, event: StreamResponse) -> Result<Mirrored, A2AError> {
         match event {

@@ -12,6 +12,33 @@ pub struct FleetConfig {
     pub health: HealthPolicy,
     /// `[fleet.inbox]`: where new waiting tasks are announced.
     pub inbox: InboxConfig,
+    /// `[fleet.router]`: the routing agent.
+    pub router: RouterConfig,
+}
+
+/// `[fleet.router]`: the routing agent, served at `/agents/{name}/` unless the
+/// `[[agents]]` define one (`kind = "router"`) themselves.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouterConfig {
+    /// Serve the routing agent.
+    pub enabled: bool,
+    /// The name it is served under.
+    pub name: String,
+    /// How many times a routed task that failed or was rejected is sent on to another
+    /// agent with the skill (seed I6's bounded execution: at most `1 + max_reroutes`
+    /// attempts).
+    pub max_reroutes: u32,
+}
+
+impl Default for RouterConfig {
+    fn default() -> RouterConfig {
+        RouterConfig {
+            enabled: true,
+            name: "fleet".into(),
+            max_reroutes: 2,
+        }
+    }
 }
 
 /// `[fleet.inbox]`.

@@ -2,13 +2,10 @@
 //! the skill it was asked for, how it ended and why, how long it took, and what it cost
 //! when the agent reported the fleet guide's `cost-v1` DataPart.
 
-use sb_protocol::{Message, Metadata, PartContent, Task, TaskState};
+use sb_protocol::delegation::skill_of as named_skill;
+use sb_protocol::{Message, PartContent, Task, TaskState};
 use sb_store::TaskRecord;
 use serde_json::Value;
-
-/// The metadata keys naming the skill a task is for: Switchboard's own, then the fleet
-/// guide's hint (what a ceremony or the router sets).
-pub const SKILL_KEYS: [&str; 2] = ["skill", "skillHint"];
 
 /// Longest failure reason kept, in characters: reasons are grouped by their text, and a
 /// long one is mostly detail that makes every occurrence different.
@@ -57,15 +54,8 @@ impl Outcome {
 /// The skill the task was asked for: `skill` or `skillHint` in the task's metadata
 /// (the request's), else in its first message's.
 pub fn skill_of(task: &Task) -> String {
-    let named = |metadata: Option<&Metadata>| {
-        let metadata = metadata?;
-        SKILL_KEYS
-            .iter()
-            .find_map(|key| metadata.get(*key)?.as_str().filter(|s| !s.is_empty()))
-            .map(str::to_owned)
-    };
-    named(task.metadata.as_ref())
-        .or_else(|| named(task.history.first()?.metadata.as_ref()))
+    named_skill(task.metadata.as_ref())
+        .or_else(|| named_skill(task.history.first()?.metadata.as_ref()))
         .unwrap_or_default()
 }
 

@@ -1,7 +1,8 @@
 //! The delegation depth a message carries (`metadata.delegationDepth`): how many hops of
 //! agents calling agents through Switchboard led to it (seed "I6", bounded execution).
 //! Switchboard refuses to open a task past its cap, and adds one on each hop it makes
-//! itself (a bridged agent's message upstream), so a loop of agents ends.
+//! itself (a bridged agent's message upstream), so a loop of agents ends. Also the skill
+//! a message asks for (`metadata.skill`, the fleet guide's `metadata.skillHint`).
 
 use serde_json::Value;
 
@@ -9,6 +10,19 @@ use crate::{A2AError, Metadata};
 
 /// The metadata key.
 pub const DELEGATION_DEPTH: &str = "delegationDepth";
+
+/// The metadata keys naming the skill a message or task is for: Switchboard's own, then
+/// the fleet guide's hint (what a ceremony or the routing agent sets).
+pub const SKILL_KEYS: [&str; 2] = ["skill", "skillHint"];
+
+/// The skill `metadata` names, by [`SKILL_KEYS`] (an empty name is none).
+pub fn skill_of(metadata: Option<&Metadata>) -> Option<String> {
+    let metadata = metadata?;
+    SKILL_KEYS
+        .iter()
+        .find_map(|key| metadata.get(*key)?.as_str().filter(|s| !s.is_empty()))
+        .map(str::to_owned)
+}
 
 /// The depth `metadata` says, 0 when it says none; an entry that is not a non-negative
 /// integer is refused.

@@ -100,6 +100,9 @@ pub enum AgentKind {
     Worker,
     /// An existing A2A server, bridged by its URL: its card follows the upstream's.
     A2a,
+    /// The fleet's routing agent: its card lists every skill of the fleet, and each
+    /// message goes on to an agent that serves the skill it asks for.
+    Router,
 }
 
 /// The card served without an `A2A-Version` header.

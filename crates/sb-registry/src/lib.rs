@@ -19,7 +19,8 @@
 //!   deployment can run); [`local`]: [`LocalRegistry`], the service over a store.
 //! - [`upstream`]: bridged agents (`kind = "a2a"`): how to reach the upstream server,
 //!   and what is kept of its card (which their card follows).
-//! - [`search`]: queries over the fleet; [`http`]: the HTTP API.
+//! - [`search`]: queries over the fleet; [`skills`]: the skills a message's text asks
+//!   for (the routing agent's match); [`http`]: the HTTP API.
 
 pub mod auth_config;
 pub mod card;
@@ -33,6 +34,7 @@ pub mod registration;
 pub mod search;
 pub mod service;
 pub mod signing;
+pub mod skills;
 pub mod upstream;
 pub mod validate;
 

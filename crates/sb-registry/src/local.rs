@@ -395,4 +395,65 @@ mod tests {
         assert!(back.created, "registered again after its removal");
         assert!(registry.fleet().removed.is_empty());
     }
+
+    fn serving(name: &str, skills: &[&str]) -> AgentDefinition {
+        let mut definition = AgentDefinition::new(name, AgentKind::Worker);
+        definition.skills = Some(
+            skills
+                .iter()
+                .map(|id| crate::definition::SkillDefinition {
+                    id: (*id).into(),
+                    name: None,
+                    description: format!("does {id}"),
+                    tags: Vec::new(),
+                    examples: Vec::new(),
+                    input_modes: Vec::new(),
+                    output_modes: Vec::new(),
+                })
+                .collect(),
+        );
+        definition
+    }
+
+    #[tokio::test]
+    async fn a_routing_agents_card_lists_the_fleets_skills_as_the_fleet_changes() {
+        let store = Arc::new(MemoryStore::new());
+        let file = [
+            AgentDefinition::new("fleet", AgentKind::Router),
+            serving("a", &["summarize"]),
+            serving("b", &["summarize", "translate"]),
+        ];
+        let registry = open(&store, &file).await;
+        let skills = |registry: &LocalRegistry| -> Vec<(String, String)> {
+            let card = registry.fleet().card("fleet").unwrap();
+            card.card
+                .skills
+                .iter()
+                .map(|s| (s.id.clone(), s.description.clone()))
+                .collect()
+        };
+        assert_eq!(
+            skills(&registry),
+            [
+                (
+                    "summarize".into(),
+                    "does summarize (Served by a, b.)".into()
+                ),
+                ("translate".into(), "does translate (Served by b.)".into()),
+            ]
+        );
+        registry
+            .put(serving("c", &["classify"]), Source::Api)
+            .await
+            .unwrap();
+        registry.remove("b").await.unwrap();
+        assert_eq!(
+            skills(&registry),
+            [
+                ("classify".into(), "does classify (Served by c.)".into()),
+                ("summarize".into(), "does summarize (Served by a.)".into()),
+            ],
+            "an agent joining or leaving changes the routing agent's card"
+        );
+    }
 }

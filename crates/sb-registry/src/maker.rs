@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sb_protocol::card::AgentCard;
+use sb_protocol::card::{AgentCard, AgentSkill};
 
 use crate::card::{self, CardSettings};
-use crate::definition::{AgentDefinition, CardForm};
+use crate::definition::{AgentDefinition, AgentKind, CardForm};
 use crate::entry::CardEntry;
 use crate::fleet::{Fleet, ServedAgent};
 use crate::registration::Registration;
@@ -36,8 +36,22 @@ impl CardMaker {
         definition: &AgentDefinition,
         upstream: Option<&UpstreamCard>,
     ) -> Result<AgentCard, FieldError> {
+        self.describe_with(definition, upstream, None)
+    }
+
+    /// [`CardMaker::describe`], a routing agent's card listing `routed` as its skills
+    /// (unless its definition names its own).
+    fn describe_with(
+        &self,
+        definition: &AgentDefinition,
+        upstream: Option<&UpstreamCard>,
+        routed: Option<&[AgentSkill]>,
+    ) -> Result<AgentCard, FieldError> {
         definition.validate()?;
-        let admitted = self.admission.admit(definition)?;
+        let mut admitted = self.admission.admit(definition)?;
+        if let Some(routed) = routed {
+            admitted.skills = routed.to_vec();
+        }
         let defaults = upstream
             .and_then(UpstreamCard::defaults)
             .unwrap_or(admitted);
@@ -68,7 +82,19 @@ impl CardMaker {
 
     /// `registration` served at `/agents/{name}`.
     pub fn serve(&self, registration: Registration) -> Result<ServedAgent, FieldError> {
-        let content = self.describe(&registration.definition, registration.upstream.as_ref())?;
+        self.serve_with(registration, None)
+    }
+
+    fn serve_with(
+        &self,
+        registration: Registration,
+        routed: Option<&[AgentSkill]>,
+    ) -> Result<ServedAgent, FieldError> {
+        let content = self.describe_with(
+            &registration.definition,
+            registration.upstream.as_ref(),
+            routed,
+        )?;
         let name = registration.name().to_owned();
         let base = format!("{}/agents/{name}", self.base());
         let grpc = card::grpc_interface(self.base(), Some(&name));
@@ -93,6 +119,7 @@ impl CardMaker {
     /// The fleet of `registrations` (registered and removed), reusing the served form of
     /// each one `previous` already had unchanged. An agent this deployment cannot serve
     /// (a stored definition of a kind it does not run) is left out, with a warning.
+    /// Routing agents are served last: their cards list the skills of all the others.
     pub fn fleet(
         &self,
         registrations: impl IntoIterator<Item = Registration>,
@@ -101,10 +128,15 @@ impl CardMaker {
     ) -> Fleet {
         let mut agents = BTreeMap::new();
         let mut removed = BTreeMap::new();
+        let mut routers = Vec::new();
         for registration in registrations {
             let name = registration.name().to_owned();
             if registration.removed_at.is_some() {
                 removed.insert(name, Arc::new(registration));
+                continue;
+            }
+            if registration.definition.kind == AgentKind::Router {
+                routers.push(registration);
                 continue;
             }
             if let Some(known) = previous.agents.get(&name)
@@ -119,6 +151,18 @@ impl CardMaker {
                 }
                 Err(e) => {
                     tracing::warn!(agent = %name, error = %e, "a registered agent cannot be served here; leaving it out");
+                }
+            }
+        }
+        let routed = routed_skills(&agents);
+        for registration in routers {
+            let name = registration.name().to_owned();
+            match self.serve_with(registration, Some(&routed)) {
+                Ok(served) => {
+                    agents.insert(name, Arc::new(served));
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %name, error = %e, "a routing agent cannot be served here; leaving it out");
                 }
             }
         }
@@ -145,4 +189,30 @@ impl CardMaker {
                 .map(|signer| crate::signing::jwks(&[signer])),
         }
     }
+}
+
+/// Every skill the agents declare, once each (by id, as the first agent in name order
+/// declares it), each saying which agents serve it: a routing agent's skills.
+fn routed_skills(agents: &BTreeMap<String, Arc<ServedAgent>>) -> Vec<AgentSkill> {
+    let mut skills: BTreeMap<&str, (AgentSkill, Vec<&str>)> = BTreeMap::new();
+    for (name, agent) in agents {
+        for skill in &agent.entry.card.skills {
+            skills
+                .entry(skill.id.as_str())
+                .or_insert_with(|| (skill.clone(), Vec::new()))
+                .1
+                .push(name);
+        }
+    }
+    skills
+        .into_values()
+        .map(|(mut skill, serving)| {
+            let served_by = format!("Served by {}.", serving.join(", "));
+            skill.description = match skill.description.trim() {
+                "" => served_by,
+                own => format!("{own} ({served_by})"),
+            };
+            skill
+        })
+        .collect()
 }

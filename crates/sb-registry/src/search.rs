@@ -1,11 +1,14 @@
 //! Finding agents in the fleet: by skill id, tag, capability or media type (filters),
-//! and by free text over names, descriptions and skills (ranked).
+//! and by free text over names, descriptions and skills (ranked). A routing agent,
+//! whose skills are the fleet's, is found by its own name, description and
+//! capabilities only.
 
 use std::sync::Arc;
 
 use sb_protocol::card::AgentCard;
 use serde::Deserialize;
 
+use crate::definition::AgentKind;
 use crate::fleet::{Fleet, ServedAgent};
 
 /// `GET /registry/agents?…`: every filter given must hold; `q` ranks what remains.
@@ -61,12 +64,26 @@ impl Query {
         let mut hits: Vec<Hit> = fleet
             .agents
             .values()
-            .filter(|agent| self.filters_hold(&agent.entry.card, capability))
             .filter_map(|agent| {
-                let score = score(&agent.entry.card, &words)?;
+                // A routing agent's skills are the others': it is found by its own
+                // name, description and capabilities.
+                let own;
+                let card = match agent.registration.definition.kind {
+                    AgentKind::Router => {
+                        own = AgentCard {
+                            skills: Vec::new(),
+                            ..agent.entry.card.clone()
+                        };
+                        &own
+                    }
+                    _ => &agent.entry.card,
+                };
+                if !self.filters_hold(card, capability) {
+                    return None;
+                }
                 Some(Hit {
                     agent: agent.clone(),
-                    score,
+                    score: score(card, &words)?,
                 })
             })
             .collect();

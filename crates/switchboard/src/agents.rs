@@ -16,6 +16,7 @@ use sb_gateway::auth::{AgentAuth, Credential};
 use sb_gateway::jwt::{JwksSource, JwtVerifier};
 use sb_protocol::card::{AgentExtension, AgentProvider};
 use sb_registry::{Admission, AgentDefinition, AgentKind, CardDefaults, FieldError};
+use sb_router::{RouterAgent, RouterHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config};
@@ -42,6 +43,9 @@ pub(crate) struct Kinds {
     /// Where bridged agents' upstreams push notifications, in a process that runs
     /// their turns and serves HTTP (the all-in-one).
     pub push_receiver: Option<Arc<PushReceiver>>,
+    /// What routing agents work through, bound once a gateway's state is built (a
+    /// process without a gateway only describes them).
+    pub router: RouterHandle,
 }
 
 impl Kinds {
@@ -51,6 +55,7 @@ impl Kinds {
             runs,
             upstream_http: reqwest::Client::new(),
             push_receiver: None,
+            router: RouterHandle::default(),
         }
     }
 
@@ -90,6 +95,10 @@ impl Kinds {
                 }
                 Arc::new(agent)
             }
+            AgentKind::Router => Arc::new(RouterAgent::new(
+                definition.name.clone(),
+                self.router.clone(),
+            )),
             AgentKind::Conformance => Arc::new(ConformanceAgent::default()),
             AgentKind::Bench => Arc::new(BenchAgent),
             AgentKind::Echo => Arc::new(EchoAgent),

@@ -54,14 +54,14 @@ pub(crate) async fn refresh_upstream_cards(
     sb_bridge::cards::spawn_refresher(registry.clone(), http, on_drift, stop.clone());
 }
 
-/// Whether a task left running by the previous process is a bridged one, whose
-/// upstream task goes on without us and is followed again (the others' runs died with
-/// the process).
+/// Whether a task left running by the previous process is a bridged or a routed one,
+/// whose upstream task (or attempt) goes on or ended without us and is followed again
+/// (the others' runs died with the process).
 pub(crate) fn resumes_after_restart(registry: &LocalRegistry) -> impl Fn(&TaskRecord) -> bool {
     let fleet = registry.live().fleet();
     move |record: &TaskRecord| {
         fleet
             .registration(&record.agent)
-            .is_some_and(|r| r.definition.kind == AgentKind::A2a)
+            .is_some_and(|r| matches!(r.definition.kind, AgentKind::A2a | AgentKind::Router))
     }
 }

@@ -65,7 +65,7 @@ pub(crate) async fn open_registry(
     let registry = LocalRegistry::open(
         backend.registry.clone(),
         maker,
-        &config.agents,
+        &config.registered_agents(),
         config.default_agent.clone(),
     )
     .await

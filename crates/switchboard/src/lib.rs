@@ -14,6 +14,8 @@
 //! - `agents`: the kinds of agent a deployment runs and their code, authentication;
 //!   `fleet`: the registry in a deployment (its signer, its routes) and the follower
 //!   that keeps the served agents and their authentication in step with it.
+//! - `router`: the routing agent bound to a gateway (and, split, run in its worker
+//!   session).
 //! - `backend`, `observe`: where state lives (the store and bus), metrics.
 //! - `mux`: HTTP and gRPC on one port, routed by content type; `http`: the server loop.
 
@@ -26,6 +28,7 @@ mod fleet;
 mod http;
 mod mux;
 mod observe;
+mod router;
 pub mod serve;
 pub mod split;
 mod wiring;

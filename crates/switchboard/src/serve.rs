@@ -129,6 +129,7 @@ async fn serve_all_in_one(
     fleet::follow_webhook_secrets(&registry.live(), secrets.clone(), &stop);
     let dispatcher = wiring::dispatcher(&config, &backend, policy.clone(), secrets, &mut metrics)?;
     let host = AgentHost::new(BTreeMap::new(), tasks.clone(), bus.clone());
+    let router = kinds.router.clone();
     let followers = Followers::new(&config, kinds, host.roster().clone())?;
     let auth = followers.auth.clone();
     followers.follow(&registry.live(), &stop).await?;
@@ -189,6 +190,14 @@ async fn serve_all_in_one(
         backend.fleet.clone(),
         backend.tasks.clone(),
     ));
+    crate::router::bind(
+        &config,
+        &router,
+        state.clone(),
+        fleet_service.clone(),
+        None,
+        &stop,
+    );
     let fleet_routes = wiring::fleet_routes(&config, state.clone(), fleet_service);
     let http = wiring::gateway_routes(state, &mut grpc)
         .merge(fleet_routes)

@@ -118,6 +118,7 @@ pub async fn serve_split(
     }
     if config.runs(Service::Gateway) {
         let local = local_registry.filter(|_| config.runs(Service::Registry));
+        let router = kinds.router.clone();
         let (services, registry, auth) = clients(&config, &listener, local, kinds, &stop).await?;
         let state = wiring::gateway_state(&config, services, auth, health, &stop, &mut metrics);
         let tasks_url = match &config.tasks_url {
@@ -125,6 +126,15 @@ pub async fn serve_split(
             None => own_url(&listener)?,
         };
         let fleet_service = Arc::new(FleetClient::new(channel(&tasks_url)?));
+        let worker_id = format!("gateway-{}-router", listener.local_addr()?);
+        crate::router::bind(
+            &config,
+            &router,
+            state.clone(),
+            fleet_service.clone(),
+            Some((tasks_url, worker_id)),
+            &stop,
+        );
         http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
         // The public A2A gRPC service sits with the internal ones (same content type).
         http = http

@@ -9,7 +9,7 @@ use sb_rpc::workers::{WorkerOptions, run_worker};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{EmbeddedAgents, Kinds, Runs};
-use crate::config::Config;
+use crate::config::{AgentKind, Config};
 use crate::worker_fleet::{self, SessionTemplate};
 
 /// Serves turns of `agents` (all configured agents when empty) until `shutdown`; with
@@ -27,6 +27,16 @@ pub async fn work(
     let mut served: BTreeMap<String, Arc<dyn Agent>> = BTreeMap::new();
     let mut definitions = Vec::new();
     for agent in &config.agents {
+        if agent.kind == AgentKind::Router {
+            // Its turns call a gateway's operations: the gateways run them.
+            if agents.contains(&agent.name) {
+                anyhow::bail!(
+                    "agent \"{}\" is the routing agent: the gateways run its turns, not `switchboard worker`",
+                    agent.name
+                );
+            }
+            continue;
+        }
         if agents.is_empty() || agents.contains(&agent.name) {
             let code = kinds
                 .code(agent)

@@ -54,6 +54,10 @@ impl HealthPolicy {
 pub struct AgentSkills {
     pub agent: String,
     pub skills: Vec<String>,
+    /// A routing agent: its outcomes are those of the tasks it routed, end to end,
+    /// reported for it but not again in the skills' rollup (the agents that did the
+    /// work count them there), and it serves no skill itself.
+    pub routes: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -178,6 +182,11 @@ fn window_report(
     healthy: &BTreeMap<String, bool>,
 ) -> WindowReport {
     let visible: BTreeSet<&str> = agents.iter().map(|a| a.agent.as_str()).collect();
+    let routing: BTreeSet<&str> = agents
+        .iter()
+        .filter(|a| a.routes)
+        .map(|a| a.agent.as_str())
+        .collect();
     let mut by_agent: BTreeMap<String, (Tally, BTreeMap<String, Tally>)> = agents
         .iter()
         .map(|a| (a.agent.clone(), Default::default()))
@@ -187,10 +196,12 @@ fn window_report(
         if !visible.contains(agent.as_str()) {
             continue;
         }
+        if !routing.contains(agent.as_str()) {
+            by_skill.entry(skill.clone()).or_default().merge(&tally);
+        }
         let (total, skills) = by_agent.entry(agent).or_default();
         total.merge(&tally);
-        skills.entry(skill.clone()).or_default().merge(&tally);
-        by_skill.entry(skill).or_default().merge(&tally);
+        skills.entry(skill).or_default().merge(&tally);
     }
     let skill_health = |(skill, tally): (String, Tally)| SkillHealth {
         stats: Stats::of(&tally),
@@ -252,7 +263,7 @@ pub fn build(
         })
         .collect();
     let mut declared: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for agent in agents {
+    for agent in agents.iter().filter(|a| !a.routes) {
         for skill in &agent.skills {
             declared.entry(skill).or_default().push(agent.agent.clone());
         }
@@ -310,6 +321,7 @@ mod tests {
         AgentSkills {
             agent: name.into(),
             skills: skills.iter().map(|s| (*s).to_owned()).collect(),
+            routes: false,
         }
     }
 
@@ -360,5 +372,54 @@ mod tests {
             .map(|s| s.skill.as_str())
             .collect();
         assert_eq!(unserved, ["translate"]);
+    }
+
+    #[test]
+    fn a_routing_agents_outcomes_are_its_own_not_the_skills_again() {
+        use TaskState::{Completed, Failed};
+        let mut outcomes = vec![("worker", "summarize", Completed); 3];
+        outcomes.push(("worker", "summarize", Failed));
+        outcomes.extend(vec![("fleet", "summarize", Completed); 3]);
+        let hour = counters(&outcomes);
+        let by_window = BTreeMap::from([(Window::LastHour, hour)]);
+        let agents = [
+            agent("worker", &["summarize"]),
+            AgentSkills {
+                routes: true,
+                ..agent("fleet", &["summarize"])
+            },
+        ];
+        let report = build(
+            &by_window,
+            &agents,
+            &[],
+            HealthPolicy::default(),
+            Utc::now(),
+        );
+        let hour = &report.windows["1h"];
+        assert_eq!(hour.agents[0].agent, "fleet");
+        assert_eq!(
+            hour.agents[0].stats.count, 3,
+            "the routed tasks, end to end"
+        );
+        assert_eq!(
+            hour.skills[0].stats.count, 4,
+            "the skill counts the work once, where it was done"
+        );
+        let unhealthy_worker = build(
+            &BTreeMap::from([(
+                Window::LastHour,
+                counters(&[("worker", "summarize", Failed); 6]),
+            )]),
+            &agents,
+            &[],
+            HealthPolicy::default(),
+            Utc::now(),
+        );
+        assert_eq!(
+            unhealthy_worker.unserved_skills[0].agents,
+            ["worker"],
+            "a routing agent serves no skill of its own"
+        );
     }
 }

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sb_fleet::health::report;
 use sb_fleet::{AgentSkills, Window};
+use sb_registry::AgentKind;
 use serde::Deserialize;
 
 use super::{FleetEdge, error, unavailable};
@@ -43,15 +44,14 @@ pub(super) async fn fleet_health(
         .agents
         .iter()
         .filter(|(name, _)| viewer.sees_agent(name))
-        .map(|(name, served)| AgentSkills {
-            agent: name.clone(),
-            skills: served
-                .entry
-                .card
-                .skills
-                .iter()
-                .map(|s| s.id.clone())
-                .collect(),
+        .map(|(name, served)| {
+            let routes = served.registration.definition.kind == AgentKind::Router;
+            let skills = served.entry.card.skills.iter().map(|s| s.id.clone());
+            AgentSkills {
+                agent: name.clone(),
+                skills: skills.filter(|_| !routes).collect(),
+                routes,
+            }
         })
         .collect();
     drop(fleet);

@@ -21,3 +21,17 @@ pub(super) fn default_agents() -> Vec<AgentConfig> {
         AgentConfig::new("consolidate", AgentKind::Consolidate),
     ]
 }
+
+impl super::Config {
+    /// The agents the registry is given: the `[[agents]]`, and the routing agent of
+    /// `[fleet.router]` unless it is off or the entries define one themselves.
+    pub fn registered_agents(&self) -> Vec<AgentConfig> {
+        let mut agents = self.agents.clone();
+        let router = &self.fleet.router;
+        let defined = agents.iter().any(|a| a.kind == AgentKind::Router);
+        if router.enabled && !defined {
+            agents.push(AgentConfig::new(&router.name, AgentKind::Router));
+        }
+        agents
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Config, Service};
+use super::{AgentKind, Config, Service};
 
 /// The checks of every deployment (the embedding program runs them again after adding
 /// its agents).
@@ -61,6 +61,18 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
         return Err("admin_token needs at least 16 characters and no spaces".into());
     }
     config.fleet.validate()?;
+    let router = &config.fleet.router;
+    let routers = config.agents.iter().any(|a| a.kind == AgentKind::Router);
+    if router.enabled && !routers {
+        if let Some(taken) = config.agents.iter().find(|a| a.name == router.name) {
+            return Err(format!(
+                "agent \"{}\" has the routing agent's name: set [fleet.router] name to another (or enabled = false)",
+                taken.name
+            ));
+        }
+        sb_registry::validate::check_name(&router.name)
+            .map_err(|e| format!("fleet.router.name: {e}"))?;
+    }
     if config.webhook_timeout_ms == 0 {
         return Err("webhook_timeout_ms must be positive".into());
     }
