@@ -656,3 +656,82 @@ async fn transparent_huge_pages_are_off() {
         "{status}"
     );
 }
+
+/// A routed task outlives kill -9: its attempt's run died with the process (and is
+/// failed at the start), the routing agent's turn is run again, sees that and sends the
+/// task on to the other agent with the skill; a cancel then reaches that attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routed_task_is_sent_on_after_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "default_agent = \"\"\n[[agents]]\nname = \"first\"\nkind = \"bench\"\n[[agents]]\nname = \"second\"\nkind = \"bench\"\n",
+    );
+    let args = ["--config", config.to_str().unwrap()];
+    let server = Server::start_with(dir.path(), &args).await;
+    let message = json!({"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "hold"}],
+        "metadata": {"skill": "bench"}});
+    let params = json!({"message": message, "configuration": {"returnImmediately": true}});
+    let id = server.rpc("fleet", "SendMessage", params).await["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut routed = Value::Null;
+    for _ in 0..100 {
+        routed = server.get("fleet", &id).await;
+        if routed["metadata"]["switchboard.routing"]["attempts"][0]["taskId"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let first = routed["metadata"]["switchboard.routing"]["attempts"][0].clone();
+    assert!(
+        first["taskId"].is_string(),
+        "routed before the kill: {routed}"
+    );
+    server.kill_9();
+
+    let server = Server::start_with(dir.path(), &args).await;
+    let mut attempts = Vec::new();
+    for _ in 0..200 {
+        let routed = server.get("fleet", &id).await;
+        attempts = routed["metadata"]["switchboard.routing"]["attempts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if attempts.len() == 2 && attempts[1]["taskId"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(attempts.len(), 2, "sent on after the restart: {attempts:?}");
+    assert_eq!(attempts[0]["agent"], first["agent"]);
+    assert_eq!(attempts[0]["outcome"], "failed", "{attempts:?}");
+    assert_ne!(attempts[1]["agent"], first["agent"], "to the other agent");
+    let cut_off = server
+        .get(
+            first["agent"].as_str().unwrap(),
+            first["taskId"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(cut_off["status"]["state"], "TASK_STATE_FAILED", "{cut_off}");
+
+    let canceled = server.rpc("fleet", "CancelTask", json!({"id": id})).await;
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let (agent, task) = (
+        attempts[1]["agent"].as_str().unwrap(),
+        attempts[1]["taskId"].as_str().unwrap(),
+    );
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        state = server.get(agent, task).await["status"]["state"].clone();
+        if state == "TASK_STATE_CANCELED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        state, "TASK_STATE_CANCELED",
+        "the cancel reached the second attempt"
+    );
+}
