@@ -163,8 +163,16 @@ fn listed(names: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use sb_fleet::Outcome;
     use sb_protocol::TaskState;
+    use sb_registry::{
+        Admission, AgentDefinition, CardDefaults, CardMaker, CardSettings, FieldError,
+        LocalRegistry, RegistryService,
+    };
+    use sb_store::MemoryStore;
+    use serde_json::json;
 
     use super::*;
 
@@ -185,6 +193,141 @@ mod tests {
             });
         }
         tally
+    }
+
+    #[derive(Debug)]
+    struct Anything;
+
+    impl Admission for Anything {
+        fn admit(&self, _: &AgentDefinition) -> Result<CardDefaults, FieldError> {
+            Ok(CardDefaults::default())
+        }
+    }
+
+    /// A fleet: the router (with bearer auth when `router_auth`), two open
+    /// summarizers, one behind the router's credentials, one behind others.
+    async fn fleet(router_auth: bool) -> Arc<Fleet> {
+        let auth = |token: &str| json!({"bearer": [{"principal": "alice", "token": token}]});
+        let mut router = json!({"name": "fleet", "kind": "router"});
+        if router_auth {
+            router["auth"] = auth("router-token-0123456789");
+        }
+        let summarizer = |name: &str| json!({"name": name, "kind": "worker", "skills": [{"id": "summarize"}, {"id": "tidy"}]});
+        let mut same = summarizer("same-auth");
+        same["auth"] = auth("router-token-0123456789");
+        let mut other = summarizer("other-auth");
+        other["auth"] = auth("another-token-0123456789");
+        let definitions: Vec<AgentDefinition> =
+            [router, summarizer("a"), summarizer("b"), same, other]
+                .into_iter()
+                .map(|d| serde_json::from_value(d).unwrap())
+                .collect();
+        let maker = CardMaker {
+            settings: CardSettings {
+                public_url: "http://sb.test".into(),
+                ..Default::default()
+            },
+            admission: Arc::new(Anything),
+            signer: None,
+        };
+        let store = Arc::new(MemoryStore::new());
+        let registry = LocalRegistry::open(store, maker, &definitions, None)
+            .await
+            .unwrap();
+        registry.fleet()
+    }
+
+    fn names(candidates: &[Candidate]) -> Vec<&str> {
+        candidates.iter().map(|c| c.agent.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn only_agents_the_callers_credentials_reach_are_candidates() {
+        let policy = HealthPolicy::default();
+        let none = BTreeSet::new();
+        let open = fleet(false).await;
+        let found = candidates(&open, "fleet", "summarize", &none, &Tallies::new(), &policy);
+        assert_eq!(
+            names(&found.unwrap()),
+            ["a", "b"],
+            "an open router reaches open agents"
+        );
+        let guarded = fleet(true).await;
+        let found = candidates(
+            &guarded,
+            "fleet",
+            "summarize",
+            &none,
+            &Tallies::new(),
+            &policy,
+        );
+        assert_eq!(
+            names(&found.unwrap()),
+            ["a", "b", "same-auth"],
+            "and the agents taking the credentials it took"
+        );
+    }
+
+    #[tokio::test]
+    async fn tried_and_unhealthy_agents_are_skipped_and_the_reason_says_why() {
+        let policy = HealthPolicy::default();
+        let fleet = fleet(false).await;
+        let unknown = candidates(
+            &fleet,
+            "fleet",
+            "juggle",
+            &BTreeSet::new(),
+            &Tallies::new(),
+            &policy,
+        );
+        let reason = unknown.unwrap_err();
+        assert!(
+            reason.contains("declares skill \"juggle\"") && reason.contains("summarize, tidy"),
+            "{reason}"
+        );
+
+        let tried = BTreeSet::from(["a".to_owned()]);
+        let left = candidates(
+            &fleet,
+            "fleet",
+            "summarize",
+            &tried,
+            &Tallies::new(),
+            &policy,
+        );
+        assert_eq!(names(&left.unwrap()), ["b"]);
+        let both = BTreeSet::from(["a".to_owned(), "b".to_owned()]);
+        let none = candidates(
+            &fleet,
+            "fleet",
+            "summarize",
+            &both,
+            &Tallies::new(),
+            &policy,
+        );
+        assert!(none.unwrap_err().contains("was tried: a, b"));
+
+        // b fails most of its tasks (on another skill: health is the agent's).
+        let tallies = Tallies::from([(("b".to_owned(), "tidy".to_owned()), tally(1, 9))]);
+        let healthy = candidates(
+            &fleet,
+            "fleet",
+            "summarize",
+            &BTreeSet::new(),
+            &tallies,
+            &policy,
+        );
+        assert_eq!(
+            names(&healthy.unwrap()),
+            ["a"],
+            "an agent marked down is skipped"
+        );
+        let down = candidates(&fleet, "fleet", "summarize", &tried, &tallies, &policy);
+        let reason = down.unwrap_err();
+        assert!(
+            reason.contains("no agent with skill \"summarize\" is healthy now: b (1 of 10"),
+            "{reason}"
+        );
     }
 
     #[test]
