@@ -55,6 +55,9 @@ server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
 
+echo "== MCP (official MCP Python SDK over stdio and streamable HTTP, against its own all-in-one)"
+SWITCHBOARD_BIN=target/debug/switchboard bash tests/mcp/run.sh 2>&1 | tee target/mcp.log
+
 echo "== the README's tour, as written, against the same server"
 # shellcheck source=lib/pyvenv.sh
 . scripts/lib/pyvenv.sh
@@ -68,6 +71,9 @@ CLUSTER_DIR="$cluster_dir" SWITCHBOARD_BIN=target/debug/switchboard SWITCHBOARD_
   bash scripts/local-cluster.sh up
 gateway_port=$(awk '$1=="gateway"{print $3; exit}' "$cluster_dir/processes")
 SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" bash tests/interop/run.sh 2>&1 | tee -a target/interop.log
+echo "== MCP through a gateway of the split deployment (official MCP Python SDK over /mcp and stdio)"
+SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" SWITCHBOARD_BIN=target/debug/switchboard \
+  bash tests/mcp/run.sh 2>&1 | tee target/mcp-split.log
 CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 
 echo "== a remote worker written in Python (examples/python-worker) against the split deployment"

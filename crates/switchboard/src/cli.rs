@@ -37,6 +37,9 @@ enum Command {
         #[arg(default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
     },
+    /// Serve the fleet's agents as MCP tools (`A2A_<agent>`) on stdin/stdout, for an
+    /// MCP client that starts this command.
+    Mcp(crate::mcp::McpArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +82,7 @@ pub fn main() -> ExitCode {
         Some(Command::Serve(args)) => *args,
         Some(Command::Health { addr }) => return health(addr),
         Some(Command::Worker(args)) => return worker(args),
+        Some(Command::Mcp(args)) => return crate::mcp::run(args),
         None => ServeArgs::default_from_env(),
     };
     let file = match read_config(args.config.as_ref()) {

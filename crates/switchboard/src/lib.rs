@@ -14,6 +14,7 @@
 //! - `agents`: the kinds of agent a deployment runs and their code, authentication;
 //!   `fleet`: the registry in a deployment (its signer, its routes) and the follower
 //!   that keeps the served agents and their authentication in step with it.
+//! - `mcp`: the fleet's agents as MCP tools (`/mcp`, `switchboard mcp` over stdio).
 //! - `router`: the routing agent bound to a gateway (and, split, run in its worker
 //!   session).
 //! - `backend`, `observe`: where state lives (the store and bus), metrics.
@@ -26,6 +27,7 @@ pub mod cli;
 pub mod config;
 mod fleet;
 mod http;
+mod mcp;
 mod mux;
 mod observe;
 mod router;

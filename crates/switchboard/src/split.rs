@@ -19,7 +19,7 @@ use sb_fanout::LocalFanout;
 use sb_fleet::LocalFleet;
 use sb_gateway::Health;
 use sb_gateway::auth::Authenticators;
-use sb_registry::{LocalRegistry, RegistryService};
+use sb_registry::{LiveRegistry, LocalRegistry, RegistryService};
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::fleet::{FleetClient, FleetServer};
@@ -119,7 +119,8 @@ pub async fn serve_split(
     if config.runs(Service::Gateway) {
         let local = local_registry.filter(|_| config.runs(Service::Registry));
         let router = kinds.router.clone();
-        let (services, registry, auth) = clients(&config, &listener, local, kinds, &stop).await?;
+        let (services, registry, live, auth) =
+            clients(&config, &listener, local, kinds, &stop).await?;
         let state = wiring::gateway_state(&config, services, auth, health, &stop, &mut metrics);
         let tasks_url = match &config.tasks_url {
             Some(url) => url.clone(),
@@ -136,6 +137,7 @@ pub async fn serve_split(
             &stop,
         );
         http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
+        http = http.merge(crate::mcp::routes(&config, &live, &stop));
         // The public A2A gRPC service sits with the internal ones (same content type).
         http = http
             .merge(wiring::gateway_routes(state, &mut grpc))
@@ -278,6 +280,7 @@ async fn clients(
 ) -> anyhow::Result<(
     GatewayServices,
     Arc<dyn RegistryService>,
+    Arc<LiveRegistry>,
     Arc<Authenticators>,
 )> {
     let own = own_url(listener)?;
@@ -313,10 +316,10 @@ async fn clients(
         tasks: tasks.clone(),
         fanout: Arc::new(FanoutClient::new(channel(&url(&config.fanout_url))?)),
         push: tasks.clone(),
-        registry: live,
+        registry: live.clone(),
         runner: tasks,
     };
-    Ok((services, registry, auth))
+    Ok((services, registry, live, auth))
 }
 
 /// This process's own address, where services not given a URL are found.

@@ -94,6 +94,8 @@ pub struct Config {
     pub agents: Vec<AgentConfig>,
     /// `[fleet]`: fleet health and the rest of the fleet layer.
     pub fleet: sb_fleet::FleetConfig,
+    /// `[mcp]`: the fleet's agents as MCP tools at `/mcp`.
+    pub mcp: McpConfig,
 }
 
 /// A service of a split deployment, as `--services` names it.
@@ -173,6 +175,7 @@ impl Default for Config {
             unsigned_cards: false,
             agents: agent::default_agents(),
             fleet: sb_fleet::FleetConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }
@@ -215,4 +218,23 @@ fn default_data_dir() -> PathBuf {
 fn empty_is_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     let name = Option::<String>::deserialize(deserializer)?;
     Ok(name.filter(|name| !name.is_empty()))
+}
+
+/// `[mcp]`: the MCP server of every gateway (`/mcp`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Serve `/mcp`.
+    pub enabled: bool,
+    /// Longest a tool call waits for its task to end or ask something, in seconds.
+    pub wait_secs: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> McpConfig {
+        McpConfig {
+            enabled: true,
+            wait_secs: 30,
+        }
+    }
 }

@@ -61,6 +61,9 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
         return Err("admin_token needs at least 16 characters and no spaces".into());
     }
     config.fleet.validate()?;
+    if config.mcp.wait_secs == 0 {
+        return Err("mcp.wait_secs must be positive".into());
+    }
     let router = &config.fleet.router;
     let routers = config.agents.iter().any(|a| a.kind == AgentKind::Router);
     if router.enabled && !routers {

@@ -1,0 +1,287 @@
+//! One tool call. The arguments are checked (a `taskId` or `contextId` the LLM did not
+//! get from this agent is refused, with what to do instead), the message is sent as a
+//! new request or as the answer to a task's question, and the task is waited for, at
+//! most the configured time, until it ends or asks something — so `submitted` and
+//! `working` come back only when the agent takes longer than that. The answer is the
+//! object the guide for LLMs describes.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rmcp::model::JsonObject;
+use sb_client::interface::{Preferences, choose};
+use sb_client::{CallError, Credentials, Transport, connect};
+use sb_protocol::requests::{ListTasksRequest, SendMessageConfiguration, SendMessageRequest};
+use sb_protocol::{Artifact, Message, Part, PartContent, Role, SendMessageResponse, Task, new_id};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::catalog::AgentTool;
+
+/// The arguments of every agent's tool.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Arguments {
+    text: Option<String>,
+    data: Option<Value>,
+    task_id: Option<String>,
+    context_id: Option<String>,
+    #[serde(default)]
+    reference_task_ids: Vec<String>,
+}
+
+/// Why a call was not made, or failed: the text the LLM reads.
+#[derive(Debug)]
+pub struct Refusal(pub String);
+
+/// What one MCP session knows between calls.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// Contexts answered with a message (no task shows them to the agent's ListTasks).
+    contexts: Mutex<HashSet<(String, String)>>,
+}
+
+/// How a call is made.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub http: reqwest::Client,
+    pub credentials: Credentials,
+    /// Longest wait for the task to end or ask something.
+    pub wait: Duration,
+}
+
+/// The first pause between two reads of a task, and the longest.
+const POLL_FIRST: Duration = Duration::from_millis(100);
+const POLL_MOST: Duration = Duration::from_secs(1);
+
+/// Calls `tool`'s agent with `arguments`; the guide's answer object.
+pub async fn call(
+    tool: &AgentTool,
+    arguments: Option<JsonObject>,
+    caller: &Caller,
+    session: &Session,
+) -> Result<Value, Refusal> {
+    let arguments: Arguments =
+        serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|e| {
+            Refusal(format!(
+                "the arguments are not right: {e}. Send `text` (and optionally `data`, `taskId`, `contextId`, `referenceTaskIds`)."
+            ))
+        })?;
+    let mut parts = Vec::new();
+    if let Some(text) = arguments.text.filter(|t| !t.trim().is_empty()) {
+        parts.push(Part::text(text));
+    }
+    match arguments.data {
+        Some(Value::Object(data)) => parts.push(Part::data(Value::Object(data))),
+        Some(other) => {
+            return Err(Refusal(format!(
+                "`data` must be a JSON object, not {other}"
+            )));
+        }
+        None => {}
+    }
+    if parts.is_empty() {
+        return Err(Refusal(
+            "send the agent something: a non-empty `text` or `data`".into(),
+        ));
+    }
+    let agent = &tool.agent;
+    let chosen = choose(&tool.card, &Preferences::default()).ok_or_else(|| {
+        Refusal(format!(
+            "agent {agent} offers no interface this server can call"
+        ))
+    })?;
+    let placement = caller.credentials.placed_for(Some(&tool.card));
+    let transport = connect(caller.http.clone(), &chosen, placement)
+        .map_err(|e| Refusal(format!("agent {agent} cannot be called: {e}")))?;
+    check_ids(
+        &*transport,
+        agent,
+        arguments.task_id.as_deref(),
+        arguments.context_id.as_deref(),
+        session,
+    )
+    .await?;
+    let message = Message {
+        message_id: new_id(),
+        context_id: arguments.context_id,
+        task_id: arguments.task_id,
+        role: Role::User,
+        parts,
+        metadata: None,
+        extensions: Vec::new(),
+        reference_task_ids: arguments.reference_task_ids,
+    };
+    let request = SendMessageRequest {
+        tenant: chosen.tenant.clone(),
+        message,
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        }),
+        metadata: None,
+    };
+    let sent = transport
+        .send(&request)
+        .await
+        .map_err(|e| refused(agent, &e))?;
+    match sent {
+        SendMessageResponse::Message(reply) => {
+            let context = reply.context_id.clone().unwrap_or_default();
+            session.contexts.lock().insert((agent.clone(), context));
+            Ok(message_answer(&reply))
+        }
+        SendMessageResponse::Task(task) => {
+            let task = settled(&*transport, task, caller.wait).await;
+            Ok(task_answer(&task))
+        }
+    }
+}
+
+/// Refuses identifiers this agent never gave: a `taskId` it does not know (or whose
+/// task ended), a `contextId` none of the caller's tasks or answers have.
+async fn check_ids(
+    transport: &dyn Transport,
+    agent: &str,
+    task_id: Option<&str>,
+    context_id: Option<&str>,
+    session: &Session,
+) -> Result<(), Refusal> {
+    if let Some(task_id) = task_id {
+        let task = transport.get_task(task_id, Some(0)).await.map_err(|e| match e {
+            CallError::A2A(_) => Refusal(format!(
+                "taskId {task_id} is not a task of agent {agent}: never invent a taskId. Omit it to start a new request, or reuse the taskId of an answer that asked for input."
+            )),
+            other => refused(agent, &other),
+        })?;
+        if task.status.state.is_terminal() {
+            return Err(Refusal(format!(
+                "task {task_id} is {} and takes no more messages: start a new request (omit taskId; keep contextId {} to stay in the conversation, and list {task_id} in referenceTaskIds to build on it).",
+                task.status.state.as_v03_str(),
+                task.context_id
+            )));
+        }
+        if let Some(context) = context_id
+            && context != task.context_id
+        {
+            return Err(Refusal(format!(
+                "task {task_id} belongs to context {}, not {context}: reuse both from the same answer.",
+                task.context_id
+            )));
+        }
+        return Ok(());
+    }
+    let Some(context) = context_id else {
+        return Ok(());
+    };
+    if session
+        .contexts
+        .lock()
+        .contains(&(agent.to_owned(), context.to_owned()))
+    {
+        return Ok(());
+    }
+    let listed = transport
+        .list_tasks(&ListTasksRequest {
+            context_id: Some(context.to_owned()),
+            page_size: Some(1),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| refused(agent, &e))?;
+    match listed.tasks.is_empty() {
+        false => Ok(()),
+        true => Err(Refusal(format!(
+            "contextId {context} did not come from agent {agent}: never invent a contextId. Omit it on your first message to this agent, or reuse the contextId of one of its answers."
+        ))),
+    }
+}
+
+/// The task once it ends or asks something, or as it stands after `wait`.
+async fn settled(transport: &dyn Transport, mut task: Task, wait: Duration) -> Task {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut pause = POLL_FIRST;
+    while !(task.status.state.is_terminal() || task.status.state.is_interrupted()) {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            break;
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(POLL_MOST);
+        match transport.get_task(&task.id, Some(0)).await {
+            Ok(read) => task = read,
+            Err(e) => {
+                tracing::debug!(task_id = %task.id, error = %e, "a task being waited for could not be read");
+            }
+        }
+    }
+    task
+}
+
+fn refused(agent: &str, error: &CallError) -> Refusal {
+    match error {
+        CallError::A2A(e) => Refusal(format!("agent {agent} refused: {}", e.message)),
+        CallError::Transport(e) => Refusal(format!("agent {agent} could not be reached: {e}")),
+    }
+}
+
+/// A part as the LLM reads it.
+fn content(part: &Part) -> Value {
+    match &part.content {
+        PartContent::Text(text) => json!({"type": "text", "text": text}),
+        PartContent::Data(data) => json!({"type": "data", "data": data}),
+        PartContent::Url(url) => json!({
+            "type": "file", "uri": url, "mediaType": part.media_type, "name": part.filename
+        }),
+        PartContent::Raw(bytes) => json!({
+            "type": "file", "bytes": bytes.len(), "mediaType": part.media_type, "name": part.filename,
+            "note": "binary content, not shown"
+        }),
+    }
+}
+
+fn message_answer(reply: &Message) -> Value {
+    json!({
+        "kind": "message",
+        "contextId": reply.context_id,
+        "contents": reply.parts.iter().map(content).collect::<Vec<_>>(),
+    })
+}
+
+fn artifact(artifact: &Artifact) -> Value {
+    json!({
+        "artifactId": artifact.artifact_id,
+        "name": artifact.name,
+        "contents": artifact.parts.iter().map(content).collect::<Vec<_>>(),
+    })
+}
+
+fn task_answer(task: &Task) -> Value {
+    let state = task.status.state;
+    let said = task.status.message.as_ref().map(Message::text);
+    let mut status = json!({"state": state.as_v03_str()});
+    if let Some(text) = said.as_ref().filter(|t| !t.is_empty()) {
+        status["message"] = json!(text);
+    }
+    let mut answer = json!({
+        "kind": "task",
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "status": status,
+    });
+    if state.is_interrupted() {
+        answer["question"] = json!(said.unwrap_or_default());
+        answer["next"] =
+            json!("Answer with the same taskId and contextId, and the requested input as text.");
+    }
+    if state == sb_protocol::TaskState::Completed {
+        answer["artifacts"] = json!(task.artifacts.iter().map(artifact).collect::<Vec<_>>());
+    }
+    if !state.is_terminal() && !state.is_interrupted() {
+        answer["next"] = json!(
+            "The agent did not finish in time. Do not wait for it here; tell the user the taskId."
+        );
+    }
+    answer
+}

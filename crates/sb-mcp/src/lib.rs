@@ -1,0 +1,26 @@
+//! The fleet's agents as tools for LLMs, over the Model Context Protocol (the official
+//! Rust SDK, `rmcp`): each agent of the registry is a tool `A2A_<agent>` whose
+//! description comes from its card; a call sends the agent a message and answers the
+//! way the guide for LLMs calling `A2A_` tools expects (`kind: message` with
+//! `contents`, or `kind: task` with `taskId`, `contextId`, `status.state`, the question
+//! when it asks one, the artifacts once completed), waiting a bounded time for an end
+//! or a question. Identifiers an LLM did not get from an answer are refused.
+//!
+//! The server is an A2A client of a Switchboard (its registry and agent endpoints), so
+//! the same code serves `switchboard mcp --url …` over stdio and `/mcp` on a gateway,
+//! where each call carries the caller's own credentials to the agent it reaches.
+//!
+//! # Layout
+//! - [`catalog`]: the agents as tools (names, descriptions, the input schema), and
+//!   where the list comes from (the registry followed in process, or polled over
+//!   HTTP), each change announced to the clients.
+//! - [`call`]: one tool call: its arguments checked, the message sent, the task waited
+//!   for, the answer shaped for the LLM.
+//! - [`server`]: [`FleetTools`], the MCP server handler, and the two transports.
+
+pub mod call;
+pub mod catalog;
+pub mod server;
+
+pub use catalog::{Catalog, CatalogFeed};
+pub use server::{FleetTools, Settings, http_service, serve_stdio};

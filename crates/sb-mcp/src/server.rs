@@ -1,0 +1,186 @@
+//! [`FleetTools`], the MCP server: its tools are the catalog's, a call goes to the
+//! agent as [`crate::call`] says, and each change of the catalog is announced to the
+//! client (`notifications/tools/list_changed`). Two transports: stdio
+//! ([`serve_stdio`], `switchboard mcp`, with the credentials it was started with) and
+//! streamable HTTP ([`http_service`], a gateway's `/mcp`, where each call carries the
+//! credentials of the HTTP request that made it, so an agent sees the caller as its own
+//! A2A endpoint would).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt};
+use sb_client::Credentials;
+use sb_protocol::card::SecurityScheme;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{Caller, Refusal, Session, call};
+use crate::catalog::{AgentTool, CatalogFeed};
+
+/// How the server behaves.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Longest a call waits for its task to end or ask something.
+    pub wait: Duration,
+}
+
+/// What the server tells the LLM about its tools, once, at the start.
+const GUIDE: &str = "Each A2A_<agent> tool is a remote agent. An answer's `kind` says what it is: \
+`message` is complete (read `contents`); `task` carries `taskId`, `contextId` and `status.state`. \
+On `input-required` (or `auth-required`), answer the `question` by calling the same tool with the \
+same `taskId` and `contextId`. On `completed`, read `artifacts`. On `failed`, `canceled` or \
+`rejected`, start a new request without `taskId`. On `submitted` or `working`, the agent is still \
+at it: stop and report the `taskId`. Omit `contextId` on your first message to an agent and reuse it \
+afterwards; never invent a `taskId` or a `contextId`; use `referenceTaskIds` to build on earlier tasks.";
+
+/// The MCP server of one session.
+#[derive(Clone, Debug)]
+pub struct FleetTools {
+    feed: CatalogFeed,
+    caller: Caller,
+    /// Take each call's credentials from its HTTP request (`/mcp`) rather than
+    /// `caller`'s (stdio).
+    per_request: bool,
+    session: Arc<Session>,
+}
+
+impl FleetTools {
+    pub fn new(feed: CatalogFeed, caller: Caller, per_request: bool) -> FleetTools {
+        FleetTools {
+            feed,
+            caller,
+            per_request,
+            session: Arc::default(),
+        }
+    }
+
+    /// The credentials of this call: the HTTP request's own (its `Authorization`, and
+    /// the header the agent's API-key scheme names), or the server's.
+    fn caller_for(&self, tool: &AgentTool, context: &RequestContext<RoleServer>) -> Caller {
+        if !self.per_request {
+            return self.caller.clone();
+        }
+        let mut credentials = Credentials::default();
+        if let Some(parts) = context.extensions.get::<http::request::Parts>() {
+            let mut names = vec!["authorization".to_owned()];
+            for scheme in tool.card.security_schemes.values() {
+                if let SecurityScheme::ApiKeySecurityScheme { location, name, .. } = scheme
+                    && location.eq_ignore_ascii_case("header")
+                {
+                    names.push(name.to_ascii_lowercase());
+                }
+            }
+            for name in names {
+                if let Some(value) = parts.headers.get(&name).and_then(|v| v.to_str().ok()) {
+                    credentials.headers.push((name, value.to_owned()));
+                }
+            }
+        }
+        Caller {
+            credentials,
+            ..self.caller.clone()
+        }
+    }
+}
+
+impl ServerHandler for FleetTools {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(GUIDE.to_owned());
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.feed.current().tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let catalog = self.feed.current();
+        let Some(tool) = catalog.tools.get(request.name.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no tool {}: the fleet's agents changed; list the tools again",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        let caller = self.caller_for(tool, &context);
+        let result = match call(tool, request.arguments, &caller, &self.session).await {
+            Ok(answer) => {
+                let text = answer.to_string();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(answer);
+                result
+            }
+            Err(Refusal(reason)) => CallToolResult::error(vec![ContentBlock::text(reason)]),
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let mut changes = self.feed.changes();
+        changes.borrow_and_update();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(error = %e, "an MCP client left; its list-changed notices stop");
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Serves one MCP client on stdin and stdout until it leaves.
+pub async fn serve_stdio(tools: FleetTools) -> Result<(), String> {
+    let running = tools
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("the MCP session did not start: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(drop)
+        .map_err(|e| format!("the MCP session ended: {e}"))
+}
+
+/// The streamable HTTP endpoint (a tower service to nest at `/mcp`): a session per
+/// client, each call with its request's credentials; `allowed_hosts` are the
+/// `Host` values it answers (the public URL's, besides loopback).
+pub fn http_service(
+    feed: CatalogFeed,
+    caller: Caller,
+    allowed_hosts: Vec<String>,
+    stop: CancellationToken,
+) -> StreamableHttpService<FleetTools, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop;
+    config.allowed_hosts.extend(allowed_hosts);
+    StreamableHttpService::new(
+        move || Ok(FleetTools::new(feed.clone(), caller.clone(), true)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
