@@ -4,6 +4,7 @@ task-state service restarted on the same address, and after a refused Hello."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 from conftest import fast_worker
 from fake_switchboard import FakeSwitchboard
@@ -74,3 +75,20 @@ async def test_a_refused_hello_is_retried_with_backoff(fake: FakeSwitchboard, se
     assert 2 <= fake.hellos_refused <= 10, fake.hellos_refused
     fake.refuse_hello = None  # configured meanwhile: the worker attaches
     await fake.connection(timeout=3)
+
+
+async def test_a_replica_that_is_down_is_skipped_for_the_next(fake: FakeSwitchboard, serving) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    worker = fast_worker(fake.port)
+    worker.tasks_url = f"http://127.0.0.1:{dead},http://127.0.0.1:{fake.port}"
+
+    @worker.agent("echo")
+    async def echo(ctx: TaskContext, report: Reporter) -> None:
+        await report.complete()
+
+    serving(worker)
+    conn = await fake.connection(timeout=3)
+    conn.assign("hi")
+    assert (await conn.turn_done()).settled_by_agent
