@@ -45,8 +45,8 @@ class Session:
 
     def __init__(self, channel: grpc.aio.Channel, hello: Any, agents: Mapping[str, AgentFunction],
                  *, heartbeat: float, grace: float, update_timeout: float) -> None:
-        self.workers = pb_grpc.WorkersStub(channel)
-        self.tasks = pb_grpc.TaskStateStub(channel)
+        self.workers = pb_grpc.WorkersStub(channel)  # type: ignore[no-untyped-call]
+        self.tasks = pb_grpc.TaskStateStub(channel)  # type: ignore[no-untyped-call]
         self.hello, self.agents = hello, agents
         self.heartbeat, self.grace, self.update_timeout = heartbeat, grace, update_timeout
         self.outbox: asyncio.Queue[Any] = asyncio.Queue()
@@ -132,7 +132,9 @@ class Session:
         if turn.lost or done.cancelled():
             log.info("turn lost with the connection: task %s", turn.ctx.task_id)
             return
-        self._done(turn.ctx.task_id, turn.ctx.assignment_id, done.result())
+        error = done.exception()  # only what _run does not catch (BaseException)
+        outcome = done.result() if error is None else TurnOutcome(False, repr(error))
+        self._done(turn.ctx.task_id, turn.ctx.assignment_id, outcome)
 
     def _done(self, task_id: str, assignment_id: str, outcome: TurnOutcome) -> None:
         self.outbox.put_nowait(pb.WorkerMessage(turn_done=pb.TurnDone(
