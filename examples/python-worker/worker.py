@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from switchboard_worker import Definition, Reporter, TaskContext, Worker, add_arguments, configure
 
 
-def shout_agent(step_delay: float):
+def shout_agent(step_delay: float) -> Callable[[TaskContext, Reporter], Awaitable[None]]:
     """The agent: working (with a progress message), an artifact, then completed, with
     `step_delay` seconds between the steps (to watch the progress, or cancel mid-turn)."""
 
