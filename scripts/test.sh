@@ -76,7 +76,7 @@ SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" SWITCHBOARD_BIN=target/debug/sw
   bash tests/mcp/run.sh 2>&1 | tee target/mcp-split.log
 CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 
-echo "== a remote worker written in Python (examples/python-worker) against the split deployment"
+echo "== the Python worker package (sdk/python: pip install, its pytest suite) and examples/python-worker (the consolidate story) against the split deployment"
 SWITCHBOARD_BIN=target/debug/switchboard bash tests/python-worker.sh 2>&1 | tee target/python-worker.log
 
 echo "== benchmark harness, smoke mode (a few seconds per scenario: proves it runs, measures nothing)"
