@@ -5,9 +5,8 @@
 //! the skill, the outcome and the latency.
 
 use chrono::{DateTime, Utc};
-use sb_protocol::{Metadata, Task};
+use sb_protocol::{Metadata, Task, entry};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The metadata key of the link.
 pub const LINK_KEY: &str = "switchboard.bridge";
@@ -54,17 +53,12 @@ impl Link {
 
     /// The link among `metadata`'s entries, if they hold one.
     pub fn in_metadata(metadata: &Metadata) -> Option<Link> {
-        serde_json::from_value(metadata.get(LINK_KEY)?.clone()).ok()
+        entry::read(metadata, LINK_KEY)
     }
 
     /// The metadata entry that stores this link.
     pub fn entry(&self) -> Metadata {
-        let mut metadata = Metadata::new();
-        metadata.insert(
-            LINK_KEY.to_owned(),
-            serde_json::to_value(self).unwrap_or(Value::Null),
-        );
-        metadata
+        entry::entry(LINK_KEY, self)
     }
 
     pub fn forwarded(&self, message_id: &str) -> bool {

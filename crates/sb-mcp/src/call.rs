@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use rmcp::model::JsonObject;
 use sb_client::interface::{Preferences, choose};
 use sb_client::{CallError, Credentials, Transport, connect};
-use sb_protocol::requests::{ListTasksRequest, SendMessageConfiguration, SendMessageRequest};
+use sb_protocol::requests::{ListTasksRequest, SendMessageRequest};
 use sb_protocol::{Artifact, Message, Part, PartContent, Role, SendMessageResponse, Task, new_id};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -115,12 +115,7 @@ pub async fn call(
     };
     let request = SendMessageRequest {
         tenant: chosen.tenant.clone(),
-        message,
-        configuration: Some(SendMessageConfiguration {
-            return_immediately: true,
-            ..Default::default()
-        }),
-        metadata: None,
+        ..SendMessageRequest::non_blocking(message)
     };
     let sent = transport
         .send(&request)

@@ -12,6 +12,7 @@
 
 pub mod card;
 pub mod delegation;
+pub mod entry;
 pub mod error;
 pub mod jsonrpc;
 pub mod model;

@@ -62,6 +62,20 @@ pub struct SendMessageRequest {
 }
 
 impl SendMessageRequest {
+    /// A request for `message` answered as soon as its task is made or resumed, without
+    /// waiting for the agent (`returnImmediately`).
+    pub fn non_blocking(message: Message) -> SendMessageRequest {
+        SendMessageRequest {
+            tenant: None,
+            message,
+            configuration: Some(SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            }),
+            metadata: None,
+        }
+    }
+
     /// Checks the REQUIRED fields of the message (spec §3.1.1, proto field behaviours).
     pub fn validate(&self) -> Result<(), A2AError> {
         let msg = &self.message;

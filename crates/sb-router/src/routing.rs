@@ -7,9 +7,8 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use sb_protocol::{Metadata, Task};
+use sb_protocol::{Metadata, Task, entry};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The metadata key of the routing record.
 pub const ROUTING_KEY: &str = "switchboard.routing";
@@ -59,17 +58,12 @@ impl Routing {
     }
 
     pub fn in_metadata(metadata: &Metadata) -> Option<Routing> {
-        serde_json::from_value(metadata.get(ROUTING_KEY)?.clone()).ok()
+        entry::read(metadata, ROUTING_KEY)
     }
 
     /// The metadata entry that stores this routing.
     pub fn entry(&self) -> Metadata {
-        let mut metadata = Metadata::new();
-        metadata.insert(
-            ROUTING_KEY.to_owned(),
-            serde_json::to_value(self).unwrap_or(Value::Null),
-        );
-        metadata
+        entry::entry(ROUTING_KEY, self)
     }
 
     /// The agents tried so far.

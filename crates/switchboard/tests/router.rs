@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 use switchboard::config::{self, Overrides};
 use tokio_util::sync::CancellationToken;
 
+#[path = "support/cluster.rs"]
+mod cluster;
+use cluster::{get_task, rpc};
+
 fn skill(id: &str, tags: &[&str]) -> AgentSkill {
     AgentSkill {
         id: id.into(),
@@ -151,23 +155,6 @@ pause_ms = 5
     Server { base, stop }
 }
 
-async fn rpc(base: &str, agent: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{base}/agents/{agent}"))
-        .header("A2A-Version", "1.0")
-        .timeout(Duration::from_secs(30))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(reply.get("error").is_none(), "{method} on {agent}: {reply}");
-    reply["result"].clone()
-}
-
 /// A blocking send to the routing agent; its result (a task or a message).
 async fn route(base: &str, text: &str, metadata: Value) -> Value {
     let message = json!({
@@ -178,10 +165,6 @@ async fn route(base: &str, text: &str, metadata: Value) -> Value {
 
 fn uuid() -> String {
     sb_protocol::new_id()
-}
-
-async fn get_task(base: &str, agent: &str, id: &str) -> Value {
-    rpc(base, agent, "GetTask", json!({"id": id})).await
 }
 
 fn attempts(task: &Value) -> Vec<Value> {

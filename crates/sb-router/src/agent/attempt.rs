@@ -7,7 +7,7 @@ use sb_fleet::Window;
 use sb_fleet::health::recorder::tallies_of;
 use sb_gateway::ops::{self, Sent};
 use sb_protocol::delegation::next_hop;
-use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use sb_protocol::requests::SendMessageRequest;
 use sb_protocol::{Message, Metadata, Role, Task, Version, new_id};
 use sb_registry::card::content_hash;
 use sb_tasks::Scope;
@@ -99,15 +99,7 @@ pub(super) async fn start(
             extensions: first.extensions.clone(),
             reference_task_ids: Vec::new(),
         };
-        let request = SendMessageRequest {
-            tenant: None,
-            message,
-            configuration: Some(SendMessageConfiguration {
-                return_immediately: true,
-                ..Default::default()
-            }),
-            metadata: None,
-        };
+        let request = SendMessageRequest::non_blocking(message);
         let sent = ops::send(&access.state, &scope, request, Version::V1_0).await;
         tracing::Span::current().record("agent", agent.as_str());
         match sent {

@@ -12,7 +12,7 @@ use sb_bridge::link::Link;
 use sb_bridge::mirror::{Mirror, Mirrored};
 use sb_gateway::ops;
 use sb_protocol::delegation::depth_of;
-use sb_protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use sb_protocol::requests::SendMessageRequest;
 use sb_protocol::{Message, PartContent, Role, StreamResponse, TaskState, Version, new_id};
 use sb_tasks::Scope;
 use serde_json::Value;
@@ -212,15 +212,7 @@ async fn forward(
         extensions: message.extensions.clone(),
         reference_task_ids: Vec::new(),
     };
-    let request = SendMessageRequest {
-        tenant: None,
-        message,
-        configuration: Some(SendMessageConfiguration {
-            return_immediately: true,
-            ..Default::default()
-        }),
-        metadata: None,
-    };
+    let request = SendMessageRequest::non_blocking(message);
     let scope = scope_of(routing, link);
     ops::send(&access.state, &scope, request, Version::V1_0)
         .await
