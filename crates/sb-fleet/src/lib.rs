@@ -25,7 +25,7 @@ pub mod service;
 pub mod waiting;
 
 pub use announce::{Announcer, AnnouncerSettings};
-pub use config::{FleetConfig, InboxConfig};
+pub use config::{CeremoniesConfig, FleetConfig, InboxConfig};
 pub use health::metrics::FleetMetrics;
 pub use health::recorder::OutcomeRecorder;
 pub use health::report::{AgentSkills, HealthPolicy, HealthReport};
