@@ -14,12 +14,14 @@
 //! - `agents`: the kinds of agent a deployment runs and their code, authentication;
 //!   `fleet`: the registry in a deployment (its signer, its routes) and the follower
 //!   that keeps the served agents and their authentication in step with it.
+//! - `ceremonies`: scheduled invocations on a gateway (their API and firing loop).
 //! - `backend`, `observe`: where state lives (the store and bus), metrics.
 //! - `mux`: HTTP and gRPC on one port, routed by content type; `http`: the server loop.
 
 mod agents;
 mod backend;
 mod bridges;
+mod ceremonies;
 pub mod cli;
 pub mod config;
 mod fleet;

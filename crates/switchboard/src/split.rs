@@ -23,6 +23,7 @@ use sb_registry::{LocalRegistry, RegistryService};
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::fleet::{FleetClient, FleetServer};
+use sb_rpc::fleet_storage::{FleetStorageClient, FleetStorageServer};
 use sb_rpc::registry::{RegistryClient, RegistryServer};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
 use sb_rpc::workers::{FleetPolicies, HubMetrics, Policies, QueueRunner, WorkerHub};
@@ -126,6 +127,14 @@ pub async fn serve_split(
         };
         let fleet_service = Arc::new(FleetClient::new(channel(&tasks_url)?));
         http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
+        // No backend here: ceremonies are kept through the task-state service's.
+        let storage = Arc::new(FleetStorageClient::new(channel(&tasks_url)?));
+        http = http.merge(crate::ceremonies::routes(
+            &config,
+            state.clone(),
+            storage,
+            &stop,
+        )?);
         // The public A2A gRPC service sits with the internal ones (same content type).
         http = http
             .merge(wiring::gateway_routes(state, &mut grpc))
@@ -197,6 +206,10 @@ async fn run_tasks(
         }
         .into_service(),
     );
+    let storage = FleetStorageServer {
+        store: backend.fleet.clone(),
+    };
+    grpc.add_service(storage.into_service());
     let push = Arc::new(LocalPushConfigs::new(
         backend.push.clone(),
         tasks.clone(),

@@ -67,6 +67,14 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// A scheduler claiming as `holder`, firing up to `grace` late.
+    pub fn new(holder: String, grace: std::time::Duration) -> Scheduler {
+        Scheduler {
+            holder,
+            grace: Duration::from_std(grace).unwrap_or(Duration::MAX),
+        }
+    }
+
     /// The firings of `ceremony` this replica must deal with now: those after its cursor
     /// (a ceremony new to the store starts from `now`: it does not catch up on its past)
     /// whose claim this replica won. Moves the cursor past everything looked at.
