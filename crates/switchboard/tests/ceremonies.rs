@@ -482,9 +482,17 @@ async fn a_file_dropped_into_the_directory_fires_on_its_schedule_without_a_resta
     let scheduled =
         chrono::DateTime::parse_from_rfc3339(run["scheduledFor"].as_str().unwrap()).unwrap();
     assert_eq!(scheduled.timestamp() % 60, 0, "on the minute: {run}");
+    assert_eq!(
+        scheduled.timestamp_subsec_nanos(),
+        0,
+        "on the minute: {run}"
+    );
     let task_id = run["tasks"][0]["taskId"].as_str().unwrap();
     let task = ceremony_task(base, "quinn", "tick", task_id).await;
     assert_eq!(task["metadata"]["skillHint"], "summarize", "{task}");
+    let firing = task["metadata"]["scheduledFor"].as_str().unwrap();
+    let firing = chrono::DateTime::parse_from_rfc3339(firing).unwrap();
+    assert_eq!(firing, scheduled, "the task says which firing it is for");
 
     let (headers, body) = webhook_receiver::wait_for(&received, 1).await.remove(0);
     check_signed(&headers, &body);

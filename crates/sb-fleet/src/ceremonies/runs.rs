@@ -228,7 +228,7 @@ mod tests {
             state: None,
             error: Some("no such agent".into()),
         };
-        let mut unsent = kept.clone();
+        let mut unsent = kept;
         unsent.tasks = vec![refused];
         assert!(unsent.is_over(), "a send refused has nothing to wait for");
     }

@@ -251,3 +251,24 @@ pub(super) async fn run_now(
     let run = firing::fire(&ceremonies, &entry.ceremony, Utc::now(), Trigger::Manual).await;
     axum::Json(json!({ "run": run })).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use sb_store::StoreError;
+
+    use super::*;
+
+    #[test]
+    fn each_refusal_has_its_status() {
+        let status = |e: BookError| refused(e).status().as_u16();
+        let Err(bad_id) = check_id("has space") else {
+            panic!("a space is not in an id");
+        };
+        assert_eq!(status(bad_id.into()), 400);
+        assert_eq!(status(BookError::NotFound("no ceremony x".into())), 404);
+        assert_eq!(status(BookError::Forbidden("not yours".into())), 403);
+        assert_eq!(status(BookError::Conflict("taken".into())), 409);
+        let down = BookError::Unavailable(StoreError::backend("connection refused"));
+        assert_eq!(status(down), 503);
+    }
+}

@@ -58,7 +58,7 @@ pub(super) async fn run(ceremonies: Ceremonies, stop: CancellationToken) {
         for entry in all.values() {
             look(&ceremonies, &entry.ceremony).await;
         }
-        if looks % SETTLE_EVERY_LOOKS == 0 {
+        if looks.is_multiple_of(SETTLE_EVERY_LOOKS) {
             settle_all(&ceremonies, &all).await;
         }
         looks += 1;
@@ -110,7 +110,7 @@ pub(super) async fn fire(
 ) -> Run {
     let mut tasks = Vec::new();
     for target in &ceremony.targets {
-        tasks.push(send_one(ceremonies, ceremony, target).await);
+        tasks.push(send_one(ceremonies, ceremony, target, at).await);
     }
     let run = Run {
         ceremony: ceremony.id.clone(),
@@ -146,8 +146,9 @@ async fn notify(ceremonies: &Ceremonies, ceremony: &Ceremony, run: &Run) {
 }
 
 /// The message a firing sends: the text (or the name), the data as a DataPart, and
-/// the skill as the guide's `metadata.skillHint`.
-fn request(ceremony: &Ceremony) -> SendMessageRequest {
+/// the skill as the guide's `metadata.skillHint` (with the ceremony and the firing time
+/// it is for, so an agent can tell firings apart).
+fn request(ceremony: &Ceremony, at: DateTime<Utc>) -> SendMessageRequest {
     let mut parts = vec![Part::text(ceremony.text())];
     if let Some(data) = &ceremony.data {
         parts.push(Part::data(data.clone()));
@@ -165,6 +166,8 @@ fn request(ceremony: &Ceremony) -> SendMessageRequest {
     let mut metadata = Metadata::new();
     metadata.insert("skillHint".into(), Value::String(ceremony.skill.clone()));
     metadata.insert("ceremony".into(), Value::String(ceremony.id.clone()));
+    let scheduled_for = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    metadata.insert("scheduledFor".into(), Value::String(scheduled_for));
     SendMessageRequest {
         tenant: None,
         message,
@@ -177,7 +180,12 @@ fn request(ceremony: &Ceremony) -> SendMessageRequest {
 }
 
 /// One target's task, or why there is none (the others are sent all the same).
-async fn send_one(ceremonies: &Ceremonies, ceremony: &Ceremony, target: &str) -> RunTask {
+async fn send_one(
+    ceremonies: &Ceremonies,
+    ceremony: &Ceremony,
+    target: &str,
+    at: DateTime<Utc>,
+) -> RunTask {
     let state = &ceremonies.state;
     let mut task = RunTask {
         target: target.to_owned(),
@@ -194,7 +202,7 @@ async fn send_one(ceremonies: &Ceremonies, ceremony: &Ceremony, target: &str) ->
         agent: target.to_owned(),
         owner: owner_of(&ceremony.id),
     };
-    match ops::send(state, &scope, request(ceremony), Version::V1_0).await {
+    match ops::send(state, &scope, request(ceremony, at), Version::V1_0).await {
         Ok(Sent::Task { record, .. }) => {
             task.task_id = Some(record.task.id.clone());
             task.state = Some(record.state());
@@ -276,5 +284,50 @@ async fn settle(ceremonies: &Ceremonies, run: &mut Run) {
         if let Err(e) = runs::settle(store, &snapshot, &task_id, state, error).await {
             tracing::warn!(error = %e, task_id, "could not note a ceremony task's state");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_firing_sends_the_text_the_data_and_the_skill_hint_without_waiting() {
+        let mut ceremony: Ceremony = serde_json::from_value(json!({
+            "id": "quinn.digest", "name": "Daily Digest", "schedule": "0 14 * * *",
+            "skill": "qa_report", "targets": ["quinn"], "data": {"window": "24h"}
+        }))
+        .unwrap();
+        let at = Utc.with_ymd_and_hms(2026, 11, 27, 14, 0, 0).unwrap();
+        let sent = request(&ceremony, at);
+        assert!(
+            sent.returns_immediately(),
+            "a firing never waits for the turn"
+        );
+        assert_eq!(sent.message.role, Role::User);
+        assert_eq!(sent.message.task_id, None, "always a new task");
+        assert_eq!(
+            sent.message.text(),
+            "Daily Digest",
+            "the name without a message"
+        );
+        let parts = serde_json::to_value(&sent.message.parts).unwrap();
+        assert_eq!(parts[1]["data"], json!({"window": "24h"}), "{parts}");
+        let metadata = Value::Object(sent.metadata.unwrap());
+        assert_eq!(
+            metadata,
+            json!({"skillHint": "qa_report", "ceremony": "quinn.digest", "scheduledFor": "2026-11-27T14:00:00.000Z"})
+        );
+        ceremony.message = Some("Write the digest".into());
+        ceremony.data = None;
+        let sent = request(&ceremony, at);
+        assert_eq!(sent.message.parts.len(), 1);
+        assert_eq!(sent.message.text(), "Write the digest");
+        assert_eq!(owner_of("quinn.digest"), "ceremony:quinn.digest");
     }
 }
