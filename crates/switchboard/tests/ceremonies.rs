@@ -6,122 +6,21 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
-use std::path::Path;
-use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "support/ceremonies.rs"]
+mod ceremonies;
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/webhook_receiver.rs"]
 mod webhook_receiver;
 
-const ADMIN: &str = "ceremonies-admin-token-0123456789";
-const QUINN_KEY: &str = "quinn-own-key-0123456789";
-const PEN_KEY: &str = "pen-own-key-0123456789ab";
-const NOTICE_SECRET: &str = "a-ceremony-secret-of-32-characters";
-/// Lets the test read the tasks a ceremony made: they belong to `ceremony:{id}`.
-const CEREMONY_READER: &str = "ceremony-reader-token-0123456789";
-
-struct Server {
-    base: String,
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn ceremonies_dir(&self) -> std::path::PathBuf {
-        self.dir.path().join("ceremonies")
-    }
-}
-
-/// Two agents with keys of their own (`quinn` and `pen`, both `bench`); `readable`
-/// names the ceremonies whose tasks the test may read on `quinn`.
-async fn start(readable: &[&str], files: &[(&str, &str)]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let ceremonies = dir.path().join("ceremonies");
-    std::fs::create_dir(&ceremonies).unwrap();
-    for (name, text) in files {
-        std::fs::write(ceremonies.join(name), text).unwrap();
-    }
-    let readers: Vec<String> = readable
-        .iter()
-        .map(|id| {
-            format!("{{ principal = \"ceremony:{id}\", token = \"{CEREMONY_READER}-{id}\" }}")
-        })
-        .collect();
-    let text = format!(
-        r#"default_agent = ""
-webhook_allow = ["127.0.0.1/32"]
-[fleet.ceremonies]
-dir = "{dir}"
-webhook_secret = "{NOTICE_SECRET}"
-webhook_token = "notice-token"
-[[agents]]
-name = "quinn"
-kind = "bench"
-api_keys = ["{QUINN_KEY}"]
-auth = {{ bearer = [{readers}] }}
-[[agents]]
-name = "pen"
-kind = "bench"
-api_keys = ["{PEN_KEY}"]
-"#,
-        dir = ceremonies.display(),
-        readers = readers.join(", "),
-    );
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(&config, text).unwrap();
-    let port = process::free_port();
-    let config = config.to_string_lossy().into_owned();
-    let args = ["--config", &config, "--memory", "--admin-token", ADMIN];
-    let child = process::serve(port, &args).await;
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        child,
-        dir,
-    }
-}
-
-/// A call to the ceremonies' API: its status and JSON body.
-async fn call(
-    base: &str,
-    method: &str,
-    path: &str,
-    key: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    let url = format!("{base}/api/ceremonies{path}");
-    let mut request = match method {
-        "GET" => client.get(url),
-        _ => client.post(url),
-    };
-    if let Some(key) = key {
-        request = request.header("X-API-Key", key);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-fn sweep(id: &str) -> Value {
-    json!({
-        "id": id, "name": "Hourly Sweep", "schedule": "0 * * * *",
-        "skill": "qa_report", "targets": ["quinn"], "enabled": true
-    })
-}
+use ceremonies::{
+    ADMIN, PEN_KEY, QUINN_KEY, call, ceremony_task, check_signed, runs_until, start, sweep,
+    write_file,
+};
 
 const FILED: &str = r#"
 id: ops.weekly
@@ -325,53 +224,6 @@ async fn agents_keys_own_what_they_make_and_updates_never_re_enable() {
     assert_eq!(status, 404);
 }
 
-/// The task `id` of `agent`, read as the ceremony's principal.
-async fn ceremony_task(base: &str, agent: &str, ceremony: &str, id: &str) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{base}/agents/{agent}/a2a"))
-        .header("A2A-Version", "1.0")
-        .bearer_auth(format!("{CEREMONY_READER}-{ceremony}"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(reply.get("error").is_none(), "{reply}");
-    reply["result"].clone()
-}
-
-/// The runs of `id` once `done` holds for the newest (at most `secs`).
-async fn runs_until(base: &str, id: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        let (status, runs) = call(base, "GET", &format!("/{id}/runs"), Some(ADMIN), None).await;
-        assert_eq!(status, 200, "{runs}");
-        if runs["runs"].get(0).is_some_and(&done) {
-            return runs;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gave up waiting: {runs}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn check_signed(headers: &axum::http::HeaderMap, body: &str) {
-    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
-    let expected = sb_webhooks::signing::sign(
-        NOTICE_SECRET.as_bytes(),
-        &header("webhook-id"),
-        &header("webhook-timestamp"),
-        body.as_bytes(),
-    );
-    assert_eq!(header("webhook-signature"), expected);
-    assert_eq!(header("authorization"), "Bearer notice-token");
-}
-
 #[tokio::test]
 async fn run_fires_now_and_the_run_keeps_each_tasks_outcome_and_is_announced_signed() {
     let (hook, received) = webhook_receiver::receiver().await;
@@ -515,9 +367,4 @@ async fn a_file_dropped_into_the_directory_fires_on_its_schedule_without_a_resta
     }
 }
 
-/// Writes the file whole at once (a reader never sees half of it).
-fn write_file(dir: &Path, name: &str, text: &str) {
-    let hidden = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&hidden, text).unwrap();
-    std::fs::rename(hidden, dir.join(name)).unwrap();
-}
+//END
