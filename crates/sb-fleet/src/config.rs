@@ -1,6 +1,8 @@
 //! The `[fleet]` section of Switchboard's configuration: the fleet layer's settings,
 //! deserialised here directly.
 
+use std::path::PathBuf;
+
 use serde::Deserialize;
 
 use crate::health::report::HealthPolicy;
@@ -14,6 +16,8 @@ pub struct FleetConfig {
     pub inbox: InboxConfig,
     /// `[fleet.router]`: the routing agent.
     pub router: RouterConfig,
+    /// `[fleet.ceremonies]`: scheduled invocations.
+    pub ceremonies: CeremoniesConfig,
 }
 
 /// `[fleet.router]`: the routing agent, served at `/agents/{name}/` unless the
@@ -38,6 +42,47 @@ impl Default for RouterConfig {
             name: "fleet".into(),
             max_reroutes: 2,
         }
+    }
+}
+
+/// `[fleet.ceremonies]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CeremoniesConfig {
+    /// Whether gateways fire ceremonies (the API answers either way): off, e.g., for a
+    /// deployment whose ceremonies another one fires from the same store.
+    pub enabled: bool,
+    /// The directory of ceremony files (`*.yaml`, one ceremony each), read again within
+    /// a few seconds of a change; none without it (the API's ceremonies still run).
+    pub dir: Option<PathBuf>,
+    /// How late a firing may still be fired (a process down at its time, catching up);
+    /// later, it is recorded as missed.
+    pub catch_up_grace_secs: u64,
+    /// Signs the run notices posted to a ceremony's `notifyChannel`; the inbox's
+    /// `webhook_secret` when unset (and unsigned when neither is set).
+    pub webhook_secret: Option<String>,
+    /// Sent as `Authorization: Bearer <token>` with each run notice.
+    pub webhook_token: Option<String>,
+}
+
+impl Default for CeremoniesConfig {
+    fn default() -> CeremoniesConfig {
+        CeremoniesConfig {
+            enabled: true,
+            dir: None,
+            catch_up_grace_secs: 300,
+            webhook_secret: None,
+            webhook_token: None,
+        }
+    }
+}
+
+impl CeremoniesConfig {
+    /// The key that signs run notices: this section's, else the inbox's.
+    pub fn signing_secret<'a>(&'a self, inbox: &'a InboxConfig) -> Option<&'a str> {
+        self.webhook_secret
+            .as_deref()
+            .or(inbox.webhook_secret.as_deref())
     }
 }
 
@@ -67,6 +112,12 @@ impl FleetConfig {
         if self.health.waiting_alert_secs == 0 {
             return Err("fleet.health.waiting_alert_secs must be positive".into());
         }
+        if self.ceremonies.catch_up_grace_secs == 0 {
+            return Err("fleet.ceremonies.catch_up_grace_secs must be positive: a firing is dealt with up to a second late".into());
+        }
+        if let Some(secret) = &self.ceremonies.webhook_secret {
+            signing_key("fleet.ceremonies.webhook_secret", secret)?;
+        }
         let inbox = &self.inbox;
         if let Some(url) = &inbox.webhook_url {
             let parsed = reqwest::Url::parse(url)
@@ -79,14 +130,19 @@ impl FleetConfig {
             let Some(secret) = &inbox.webhook_secret else {
                 return Err("fleet.inbox.webhook_url needs fleet.inbox.webhook_secret: every webhook is signed".into());
             };
-            let key = sb_webhooks::signing::parse_secret(secret)
-                .map_err(|e| format!("fleet.inbox.webhook_secret: {e}"))?;
-            if key.len() < 16 {
-                return Err("fleet.inbox.webhook_secret needs at least 16 bytes of key".into());
-            }
+            signing_key("fleet.inbox.webhook_secret", secret)?;
         }
         Ok(())
     }
+}
+
+/// A webhook signing secret, checked: `whsec_<base64>` or 16+ characters of text.
+fn signing_key(field: &str, secret: &str) -> Result<(), String> {
+    let key = sb_webhooks::signing::parse_secret(secret).map_err(|e| format!("{field}: {e}"))?;
+    if key.len() < 16 {
+        return Err(format!("{field} needs at least 16 bytes of key"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -122,6 +178,31 @@ mod tests {
             inbox(None, None).validate(),
             Ok(()),
             "no webhook, nothing to check"
+        );
+    }
+
+    #[test]
+    fn ceremonies_need_a_grace_and_a_real_signing_key() {
+        let mut config = FleetConfig::default();
+        assert!(config.ceremonies.enabled);
+        assert_eq!(config.ceremonies.catch_up_grace_secs, 300);
+        config.ceremonies.catch_up_grace_secs = 0;
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .contains("catch_up_grace_secs")
+        );
+        config.ceremonies.catch_up_grace_secs = 60;
+        config.ceremonies.webhook_secret = Some("short".into());
+        let short = config.validate().unwrap_err();
+        assert!(short.contains("fleet.ceremonies.webhook_secret"), "{short}");
+        config.ceremonies.webhook_secret = None;
+        config.inbox.webhook_secret = Some("the-inbox-secret-0123".into());
+        assert_eq!(
+            config.ceremonies.signing_secret(&config.inbox),
+            Some("the-inbox-secret-0123"),
+            "the inbox's secret signs run notices when the section has none"
         );
     }
 

@@ -1,6 +1,7 @@
 //! The fleet layer: what Switchboard knows about the fleet as a whole, for every agent
 //! whatever its kind — each finished task as an outcome of its agent and skill (fleet
-//! health), and the tasks waiting for a person (the inbox).
+//! health), the tasks waiting for a person (the inbox), and the invocations it makes on
+//! a schedule (ceremonies).
 //!
 //! # Layout
 //! - [`config`]: the `[fleet]` section of the configuration.
@@ -9,7 +10,9 @@
 //! - [`health`]: outcomes counted into shared time buckets, as metrics, and reported.
 //! - [`waiting`]: the index of tasks waiting for a person.
 //! - [`announce`]: each new wait announced to the inbox's notification webhook.
-//! - [`ceremonies`]: scheduled invocations (definitions so far).
+//! - [`ceremonies`]: scheduled invocations: definitions (files and the API's, with who
+//!   may change which), firings claimed once across replicas, runs and their notices
+//!   (the gateway's `ceremonies` module serves the API and sends the firings).
 //! - [`service`]: [`FleetService`] (what a gateway reads), [`LocalFleet`], and
 //!   [`FleetTransitions`], which the task service tells of each committed change.
 //!
@@ -25,7 +28,7 @@ pub mod service;
 pub mod waiting;
 
 pub use announce::{Announcer, AnnouncerSettings};
-pub use config::{FleetConfig, InboxConfig, RouterConfig};
+pub use config::{CeremoniesConfig, FleetConfig, InboxConfig, RouterConfig};
 pub use health::metrics::FleetMetrics;
 pub use health::recorder::OutcomeRecorder;
 pub use health::report::{AgentSkills, HealthPolicy, HealthReport};

@@ -12,6 +12,8 @@
 //! - [`wire`]: result encoding per dialect and SSE framing.
 //! - [`cards`]: Agent Card responses with conditional GET.
 //! - [`fleet`]: the fleet's own endpoints (`/fleet/health`) and who may see what there.
+//! - [`ceremonies`]: scheduled invocations: their API (`/api/ceremonies`, `X-API-Key`)
+//!   and the loop that fires them.
 //! - [`state`]: [`AppState`], what the bindings share, and how it is built.
 //!
 //! The gateway holds no state of its own: tasks, streams, push configs and cards come
@@ -20,6 +22,7 @@
 pub mod auth;
 pub mod binding;
 pub mod cards;
+pub mod ceremonies;
 pub mod fleet;
 pub mod grpc;
 pub mod jsonrpc;

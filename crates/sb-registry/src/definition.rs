@@ -67,6 +67,11 @@ pub struct AgentDefinition {
     /// Signs this agent's webhooks (Standard Webhooks): `whsec_<base64>` or 16+ characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_secret: Option<String>,
+    /// The agent's own keys to Switchboard's API (`X-API-Key` on `/api/ceremonies`): a
+    /// request with one of them is this agent's (the fleet guide's per-agent
+    /// `WORKSTACEAN_API_KEY_<AGENT>`). Secrets, redacted like the webhook secret.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_keys: Vec<String>,
     /// Split deployment: turns queued or running at most before new tasks are rejected.
     #[serde(default = "default_max_queued")]
     pub max_queued: usize,
@@ -198,6 +203,7 @@ impl AgentDefinition {
             card: CardForm::default(),
             auth: None,
             webhook_secret: None,
+            api_keys: Vec::new(),
             max_queued: DEFAULT_MAX_QUEUED,
             on_worker_lost: OnWorkerLost::default(),
             url: None,
@@ -211,6 +217,9 @@ impl AgentDefinition {
         let mut shown = self.clone();
         if let Some(secret) = &mut shown.webhook_secret {
             *secret = REDACTED.into();
+        }
+        for key in &mut shown.api_keys {
+            *key = REDACTED.into();
         }
         if let Some(auth) = &mut shown.auth {
             auth.redact(REDACTED);
@@ -273,6 +282,7 @@ mod tests {
     fn secrets_are_redacted() {
         let mut definition = AgentDefinition::new("a", AgentKind::Echo);
         definition.webhook_secret = Some("whsec_secretsecretsecret".into());
+        definition.api_keys = vec!["agent-key-0123456789abcdef".into()];
         definition.auth = Some(AuthConfig {
             bearer: vec![crate::auth_config::TokenConfig {
                 principal: "p".into(),
@@ -282,7 +292,9 @@ mod tests {
         });
         let shown = serde_json::to_string(&definition.redacted()).unwrap();
         assert!(
-            !shown.contains("secretsecret") && !shown.contains("\"tok\""),
+            !shown.contains("secretsecret")
+                && !shown.contains("\"tok\"")
+                && !shown.contains("0123456789abcdef"),
             "{shown}"
         );
         assert!(shown.contains("\"p\""), "principals stay visible: {shown}");

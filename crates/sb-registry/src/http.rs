@@ -81,6 +81,7 @@ pub fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>
             StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
             StatusCode::NOT_FOUND => "NOT_FOUND",
             StatusCode::FORBIDDEN => "PERMISSION_DENIED",
+            StatusCode::CONFLICT => "ABORTED",
             _ => "UNAVAILABLE",
         },
         "message": message.into(),

@@ -98,6 +98,7 @@ impl AgentDefinition {
         if let Some(auth) = &self.auth {
             check_auth(auth)?;
         }
+        check_api_keys(&self.api_keys)?;
         if self.max_queued == 0 {
             return Err(FieldError::new("max_queued", "must be positive"));
         }
@@ -164,6 +165,21 @@ fn check_auth(auth: &AuthConfig) -> Result<(), FieldError> {
             "auth.api_keys.header",
             format!("\"{}\" is not a valid header name", api.header),
         ));
+    }
+    Ok(())
+}
+
+/// Shortest API key: a guessable key would let anyone act as the agent.
+pub const MIN_API_KEY_LEN: usize = 16;
+
+fn check_api_keys(keys: &[String]) -> Result<(), FieldError> {
+    for (i, key) in keys.iter().enumerate() {
+        if key.chars().count() < MIN_API_KEY_LEN || key.contains(char::is_whitespace) {
+            return Err(FieldError::new(
+                format!("api_keys[{i}]"),
+                format!("an API key needs at least {MIN_API_KEY_LEN} characters and no spaces"),
+            ));
+        }
     }
     Ok(())
 }
@@ -275,6 +291,11 @@ mod tests {
             "default_input_modes[0]",
         );
         refused(|d| d.icon_url = Some("ftp://x".into()), "icon_url");
+        let short = refused(
+            |d| d.api_keys = vec!["long-enough-key-0123".into(), "short".into()],
+            "api_keys[1]",
+        );
+        assert!(short.reason.contains("16 characters"), "{short}");
         refused(
             |d| d.documentation_url = Some("https://".into()),
             "documentation_url",

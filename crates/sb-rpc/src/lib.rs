@@ -12,6 +12,7 @@
 //! - [`registry`]: agent cards.
 //! - [`admin`]: the dispatcher's dead letters (behind the gateways' `/admin/…`).
 //! - [`fleet`]: the fleet layer's state (behind the gateways' `/fleet/…`).
+//! - [`fleet_storage`]: the fleet layer's storage, for a gateway's ceremonies.
 //! - [`workers`]: remote agent workers: the server side (leases, assignment) and the
 //!   worker side that runs an [`sb_agent::Agent`] unchanged.
 
@@ -23,6 +24,7 @@ pub mod pb {
 pub mod admin;
 pub mod fanout;
 pub mod fleet;
+pub mod fleet_storage;
 pub mod registry;
 pub mod tasks;
 pub mod wire;

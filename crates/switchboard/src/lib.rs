@@ -14,6 +14,7 @@
 //! - `agents`: the kinds of agent a deployment runs and their code, authentication;
 //!   `fleet`: the registry in a deployment (its signer, its routes) and the follower
 //!   that keeps the served agents and their authentication in step with it.
+//! - `ceremonies`: scheduled invocations on a gateway (their API and firing loop).
 //! - `mcp`: the fleet's agents as MCP tools (`/mcp`, `switchboard mcp` over stdio).
 //! - `router`: the routing agent bound to a gateway (and, split, run in its worker
 //!   session).
@@ -23,6 +24,7 @@
 mod agents;
 mod backend;
 mod bridges;
+mod ceremonies;
 pub mod cli;
 pub mod config;
 mod fleet;

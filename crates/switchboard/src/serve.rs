@@ -199,9 +199,12 @@ async fn serve_all_in_one(
         &stop,
     );
     let fleet_routes = wiring::fleet_routes(&config, state.clone(), fleet_service);
+    let ceremony_routes =
+        crate::ceremonies::routes(&config, state.clone(), backend.fleet.clone(), &stop)?;
     let http = wiring::gateway_routes(state, &mut grpc)
         .merge(fleet_routes)
         .merge(crate::mcp::routes(&config, &registry.live(), &stop))
+        .merge(ceremony_routes)
         .merge(fleet::registry_routes(&config, registry))
         .merge(push_receiver.routes());
     let http = wiring::with_admin(&config, http, Arc::new(dispatcher.clone()));

@@ -23,6 +23,7 @@ use sb_registry::{LiveRegistry, LocalRegistry, RegistryService};
 use sb_rpc::admin::{DispatcherAdminClient, DispatcherAdminServer};
 use sb_rpc::fanout::{FanoutClient, FanoutServer};
 use sb_rpc::fleet::{FleetClient, FleetServer};
+use sb_rpc::fleet_storage::{FleetStorageClient, FleetStorageServer};
 use sb_rpc::registry::{RegistryClient, RegistryServer};
 use sb_rpc::tasks::{TaskStateClient, TaskStateServer};
 use sb_rpc::workers::{FleetPolicies, HubMetrics, Policies, QueueRunner, WorkerHub};
@@ -133,11 +134,19 @@ pub async fn serve_split(
             &router,
             state.clone(),
             fleet_service.clone(),
-            Some((tasks_url, worker_id)),
+            Some((tasks_url.clone(), worker_id)),
             &stop,
         );
         http = http.merge(wiring::fleet_routes(&config, state.clone(), fleet_service));
         http = http.merge(crate::mcp::routes(&config, &live, &stop));
+        // No backend here: ceremonies are kept through the task-state service's.
+        let storage = Arc::new(FleetStorageClient::new(channel(&tasks_url)?));
+        http = http.merge(crate::ceremonies::routes(
+            &config,
+            state.clone(),
+            storage,
+            &stop,
+        )?);
         // The public A2A gRPC service sits with the internal ones (same content type).
         http = http
             .merge(wiring::gateway_routes(state, &mut grpc))
@@ -209,6 +218,10 @@ async fn run_tasks(
         }
         .into_service(),
     );
+    let storage = FleetStorageServer {
+        store: backend.fleet.clone(),
+    };
+    grpc.add_service(storage.into_service());
     let push = Arc::new(LocalPushConfigs::new(
         backend.push.clone(),
         tasks.clone(),

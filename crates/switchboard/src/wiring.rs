@@ -129,7 +129,7 @@ pub(crate) fn webhook_policy(config: &Config) -> anyhow::Result<Arc<AddressPolic
 }
 
 /// The waits before each webhook retry (`webhook_retry_delays_ms`).
-fn webhook_retry_delays(config: &Config) -> Vec<Duration> {
+pub(crate) fn webhook_retry_delays(config: &Config) -> Vec<Duration> {
     let delays = config.webhook_retry_delays_ms.iter();
     delays.map(|ms| Duration::from_millis(*ms)).collect()
 }

@@ -5,11 +5,13 @@
 //! - [`files`]: ceremonies defined in a directory of YAML files, read again on change.
 //! - [`schedule`]: which firings are due, claimed once across replicas, with catch-up.
 //! - [`runs`]: each run (or missed firing) kept with its tasks and their outcomes.
+//! - [`notify`]: each run's notice posted to the ceremony's `notifyChannel`, once.
 //! - `stored`: documents several replicas change (read, change, compare-and-set).
 
 pub mod book;
 pub mod definition;
 pub mod files;
+pub mod notify;
 pub mod runs;
 pub mod schedule;
 mod stored;

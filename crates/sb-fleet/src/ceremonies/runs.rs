@@ -51,20 +51,36 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fired_at: Option<DateTime<Utc>>,
     pub tasks: Vec<RunTask>,
+    /// Its notice was posted to the ceremony's `notifyChannel` (or claimed for posting).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notified: bool,
+}
+
+impl Run {
+    /// Its id among the ceremony's runs: sorts as time does (the store lists documents
+    /// by id), one per firing.
+    pub fn id(&self) -> String {
+        let millis = self.scheduled_for.timestamp_millis().max(0);
+        let trigger = match self.trigger {
+            Trigger::Schedule | Trigger::Missed => "s",
+            Trigger::Manual => "m",
+        };
+        format!("{millis:015}-{trigger}")
+    }
+
+    /// Every task it made has ended (or was never made, or can no longer be read):
+    /// nothing more to learn.
+    pub fn is_over(&self) -> bool {
+        self.tasks.iter().all(|task| {
+            task.task_id.is_none()
+                || task.error.is_some()
+                || task.state.is_some_and(sb_protocol::TaskState::is_terminal)
+        })
+    }
 }
 
 fn collection(ceremony: &str) -> String {
     format!("ceremony-runs:{ceremony}")
-}
-
-/// Sorts as time does: the store lists documents by id.
-fn run_id(run: &Run) -> String {
-    let millis = run.scheduled_for.timestamp_millis().max(0);
-    let trigger = match run.trigger {
-        Trigger::Schedule | Trigger::Missed => "s",
-        Trigger::Manual => "m",
-    };
-    format!("{millis:015}-{trigger}")
 }
 
 /// Keeps `run` (replacing a run of the same firing), then drops the oldest beyond
@@ -72,7 +88,7 @@ fn run_id(run: &Run) -> String {
 pub async fn record(store: &dyn FleetStore, run: &Run) -> StoreResult<()> {
     let collection = collection(&run.ceremony);
     store
-        .doc_put(&collection, &run_id(run), stored::encode(run)?)
+        .doc_put(&collection, &run.id(), stored::encode(run)?)
         .await?;
     let ids: Vec<String> = store
         .doc_list(&collection)
@@ -95,7 +111,7 @@ pub async fn settle(
     error: Option<String>,
 ) -> StoreResult<()> {
     let collection = collection(&run.ceremony);
-    stored::update(store, &collection, &run_id(run), |current: Option<Run>| {
+    stored::update(store, &collection, &run.id(), |current: Option<Run>| {
         let mut current = current?;
         let task = current
             .tasks
@@ -106,6 +122,22 @@ pub async fn settle(
         Some(current)
     })
     .await
+}
+
+/// Marks `run` as notified; whether this call did (another replica may have first).
+pub async fn mark_notified(store: &dyn FleetStore, run: &Run) -> StoreResult<bool> {
+    let collection = collection(&run.ceremony);
+    let mut marked = false;
+    stored::update(store, &collection, &run.id(), |current: Option<Run>| {
+        // Tried again after a lost race: only the last try's answer counts.
+        marked = false;
+        let mut current = current.filter(|r| !r.notified)?;
+        current.notified = true;
+        marked = true;
+        Some(current)
+    })
+    .await?;
+    Ok(marked)
 }
 
 /// The ceremony's runs, newest first.
@@ -139,6 +171,7 @@ mod tests {
                 state: Some(TaskState::Submitted),
                 error: None,
             }],
+            notified: false,
         }
     }
 
@@ -171,6 +204,33 @@ mod tests {
             Some(TaskState::Submitted),
             "the other run is untouched"
         );
+    }
+
+    #[tokio::test]
+    async fn a_run_is_marked_notified_once_and_is_over_when_its_tasks_end() {
+        let store = MemoryStore::new();
+        let run = run(1, Trigger::Schedule);
+        record(&store, &run).await.unwrap();
+        assert!(!run.is_over(), "its task was only submitted");
+        assert!(mark_notified(&store, &run).await.unwrap());
+        assert!(
+            !mark_notified(&store, &run).await.unwrap(),
+            "a second replica finds it notified"
+        );
+        settle(&store, &run, "t1", TaskState::Completed, None)
+            .await
+            .unwrap();
+        let kept = list(&store, "tick").await.unwrap().remove(0);
+        assert!(kept.notified && kept.is_over(), "{kept:?}");
+        let refused = RunTask {
+            target: "gone".into(),
+            task_id: None,
+            state: None,
+            error: Some("no such agent".into()),
+        };
+        let mut unsent = kept;
+        unsent.tasks = vec![refused];
+        assert!(unsent.is_over(), "a send refused has nothing to wait for");
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@
 //! next start: fired late if it is within the catch-up grace, recorded as missed if
 //! not. A restart never fires twice: the claim of a firing outlives any restart.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, Timelike, Utc};
 use sb_store::{FleetStore, StoreResult};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,10 @@ pub fn firings(
     let Ok(cron) = parse_schedule(&ceremony.schedule) else {
         return Vec::new();
     };
+    // The search keeps the fraction of a second it starts from (a cursor set to a
+    // look's `now`): firings, and so their claims' keys, must be whole minutes whatever
+    // cursor a replica read.
+    let after = after.with_nanosecond(0).unwrap_or(after);
     cron.iter_after(after)
         .take_while(|at| *at <= now)
         .take(MOST_PER_LOOK)
@@ -67,6 +71,14 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// A scheduler claiming as `holder`, firing up to `grace` late.
+    pub fn new(holder: String, grace: std::time::Duration) -> Scheduler {
+        Scheduler {
+            holder,
+            grace: Duration::from_std(grace).unwrap_or(Duration::MAX),
+        }
+    }
+
     /// The firings of `ceremony` this replica must deal with now: those after its cursor
     /// (a ceremony new to the store starts from `now`: it does not catch up on its past)
     /// whose claim this replica won. Moves the cursor past everything looked at.
@@ -171,6 +183,25 @@ mod tests {
                 Due::Fire(at(5, 0)),
             ],
             "12:03 is 2 min 10 s late: past the grace"
+        );
+    }
+
+    #[test]
+    fn firings_are_whole_minutes_whatever_the_cursors_fraction_of_a_second() {
+        let cursor = at(0, 14) + Duration::milliseconds(65);
+        let due = firings(
+            &every_minute(),
+            cursor,
+            at(2, 0) + Duration::milliseconds(500),
+            Duration::minutes(2),
+        );
+        assert_eq!(due, [Due::Fire(at(1, 0)), Due::Fire(at(2, 0))]);
+        let fired = at(1, 0) + Duration::milliseconds(65);
+        let due = firings(&every_minute(), fired, at(2, 1), Duration::minutes(2));
+        assert_eq!(
+            due,
+            [Due::Fire(at(2, 0))],
+            "a cursor past a firing does not bring it back"
         );
     }
 

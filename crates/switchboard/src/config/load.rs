@@ -78,6 +78,10 @@ pub struct Overrides {
     /// Serve cards unsigned.
     #[arg(long, env = "SWITCHBOARD_UNSIGNED_CARDS")]
     pub unsigned_cards: bool,
+    /// The directory of ceremony files (`[fleet.ceremonies] dir`).
+    #[arg(long, env = "SWITCHBOARD_CEREMONIES_DIR")]
+    #[serde(skip)]
+    pub ceremonies_dir: Option<PathBuf>,
 }
 
 /// Overrides added to the file's list instead of replacing it: credentials and trusted
@@ -96,6 +100,9 @@ pub fn load(file: Option<&str>, overrides: Overrides) -> Result<Config, String> 
         None => toml::Table::new(),
     };
     lay_over(&mut settings, &overrides)?;
+    if let Some(dir) = &overrides.ceremonies_dir {
+        set_nested(&mut settings, &["fleet", "ceremonies", "dir"], dir)?;
+    }
     let config: Config = settings.try_into().map_err(|e: toml::de::Error| {
         format!(
             "invalid flag or SWITCHBOARD_* setting: {}",
@@ -131,6 +138,32 @@ fn lay_over(settings: &mut toml::Table, overrides: &Overrides) -> Result<(), Str
             }
         }
     }
+    Ok(())
+}
+
+/// Sets the table key at `path` (tables made on the way): a setting of a section.
+fn set_nested(
+    settings: &mut toml::Table,
+    path: &[&str],
+    value: &std::path::Path,
+) -> Result<(), String> {
+    let Some((last, sections)) = path.split_last() else {
+        return Ok(());
+    };
+    let mut table = settings;
+    for section in sections {
+        let entry = table
+            .entry(*section)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(inner) = entry else {
+            return Err(format!("invalid config file: {section} must be a table"));
+        };
+        table = inner;
+    }
+    let text = value
+        .to_str()
+        .ok_or_else(|| format!("{} is not a UTF-8 path", value.display()))?;
+    table.insert((*last).to_owned(), toml::Value::String(text.to_owned()));
     Ok(())
 }
 
@@ -179,6 +212,32 @@ mod tests {
         assert_eq!(config.services, [Service::Fanout, Service::Tasks]);
         assert_eq!(config.agents[0].kind, AgentKind::Consolidate);
         assert_eq!(config.agents[0].pause_ms, Some(5));
+    }
+
+    #[test]
+    fn the_ceremonies_directory_comes_from_the_file_or_the_flag() {
+        let file = "[fleet.ceremonies]\ndir = \"/etc/ceremonies\"\ncatch_up_grace_secs = 60\n";
+        let config = load(Some(file), Overrides::default()).unwrap();
+        let settings = &config.fleet.ceremonies;
+        assert_eq!(settings.dir.as_deref(), Some("/etc/ceremonies".as_ref()));
+        assert_eq!(settings.catch_up_grace_secs, 60);
+        let flag = Overrides {
+            ceremonies_dir: Some("/srv/ceremonies".into()),
+            ..Default::default()
+        };
+        let config = load(Some(file), flag).unwrap();
+        let settings = &config.fleet.ceremonies;
+        assert_eq!(settings.dir.as_deref(), Some("/srv/ceremonies".as_ref()));
+        assert_eq!(
+            settings.catch_up_grace_secs, 60,
+            "the rest of the section stays"
+        );
+        let bare = Overrides {
+            ceremonies_dir: Some("/srv/ceremonies".into()),
+            ..Default::default()
+        };
+        let config = load(None, bare).unwrap();
+        assert!(config.fleet.ceremonies.dir.is_some());
     }
 
     #[test]

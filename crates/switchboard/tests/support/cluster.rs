@@ -58,9 +58,14 @@ impl Cluster {
     }
 
     pub(crate) fn up_with(env: &[(&str, &str)]) -> Cluster {
+        Cluster::up_configured("", env)
+    }
+
+    /// A cluster whose configuration is [`CONFIG`] and `extra` after it.
+    pub(crate) fn up_configured(extra: &str, env: &[(&str, &str)]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("switchboard.toml");
-        std::fs::write(&config, CONFIG).unwrap();
+        std::fs::write(&config, format!("{CONFIG}{extra}")).unwrap();
         let cluster = Cluster { dir };
         cluster.start_all(env);
         cluster
