@@ -12,6 +12,8 @@ import uuid
 import httpx
 import pytest
 
+from mcp import types
+
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
@@ -38,7 +40,7 @@ class Notices:
 
 
 @contextlib.asynccontextmanager
-async def session(transport: str, notices: Notices | None = None, token: str | None = None):
+async def session(transport: str, notices: Notices | None = None, token: str | None = None, elicit=None):
     handler = notices.handle if notices else None
     if transport == 'stdio':
         args = ['mcp', '--url', URL, '--wait-secs', '20']
@@ -50,7 +52,7 @@ async def session(transport: str, notices: Notices | None = None, token: str | N
         opened = streamable_http_client(f'{URL}/mcp', http_client=create_mcp_http_client(headers=headers))
     async with opened as streams:
         read, write = streams[0], streams[1]
-        async with ClientSession(read, write, message_handler=handler) as s:
+        async with ClientSession(read, write, message_handler=handler, elicitation_callback=elicit) as s:
             await s.initialize()
             yield s
 
@@ -171,3 +173,27 @@ async def test_a_call_carries_the_callers_credentials(transport):
     async with session(transport, token=GUARDED) as s:
         done = answer_of(await s.call_tool('A2A_guarded', {'text': 'let me in'}))
         assert done['status']['state'] == 'completed', done
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('transport', TRANSPORTS)
+async def test_a_client_that_can_be_asked_gets_the_agents_question(transport):
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action='accept', content={'answer': ANSWER})
+
+    async with session(transport, elicit=elicit) as s:
+        done = answer_of(await s.call_tool('A2A_consolidate', {'text': CONTRADICTION}))
+        assert len(asked) == 1 and 'vegetarian' in asked[0], asked
+        assert done['status']['state'] == 'completed', done
+        assert any(a['name'] == 'facts' for a in done['artifacts']), done
+
+    async def decline(context, params):
+        return types.ElicitResult(action='decline')
+
+    async with session(transport, elicit=decline) as s:
+        waiting = answer_of(await s.call_tool('A2A_consolidate', {'text': CONTRADICTION}))
+        assert waiting['status']['state'] == 'input-required', waiting
+        assert 'vegetarian' in waiting['question']

@@ -2,18 +2,23 @@
 //! get from this agent is refused, with what to do instead), the message is sent as a
 //! new request or as the answer to a task's question, and the task is waited for, at
 //! most the configured time, until it ends or asks something — so `submitted` and
-//! `working` come back only when the agent takes longer than that. The answer is the
-//! object the guide for LLMs describes.
+//! `working` come back only when the agent takes longer than that. A question is put
+//! to the person at the client when the client can be asked (MCP elicitation), and
+//! their answer sent on; else it is the LLM's to answer. The answer is the object the
+//! guide for LLMs describes.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::JsonObject;
 use sb_client::interface::{Preferences, choose};
 use sb_client::{CallError, Credentials, Transport, connect};
 use sb_protocol::requests::{ListTasksRequest, SendMessageRequest};
-use sb_protocol::{Artifact, Message, Part, PartContent, Role, SendMessageResponse, Task, new_id};
+use sb_protocol::{
+    Artifact, Message, Part, PartContent, Role, SendMessageResponse, Task, TaskState, new_id,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -51,6 +56,13 @@ pub struct Caller {
     pub wait: Duration,
 }
 
+/// Puts an agent's question to the person at the client; their answer, or `None` when
+/// they declined or cannot be asked.
+pub type Ask = dyn Fn(String) -> BoxFuture<'static, Option<String>> + Send + Sync;
+
+/// Most questions of one call put to the person before the task goes back to the LLM.
+const MOST_ASKED: usize = 5;
+
 /// The first pause between two reads of a task, and the longest.
 const POLL_FIRST: Duration = Duration::from_millis(100);
 const POLL_MOST: Duration = Duration::from_secs(1);
@@ -61,6 +73,7 @@ pub async fn call(
     arguments: Option<JsonObject>,
     caller: &Caller,
     session: &Session,
+    ask: Option<&Ask>,
 ) -> Result<Value, Refusal> {
     let arguments: Arguments =
         serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|e| {
@@ -128,7 +141,39 @@ pub async fn call(
             Ok(message_answer(&reply))
         }
         SendMessageResponse::Task(task) => {
-            let task = settled(&*transport, task, caller.wait).await;
+            let mut task = settled(&*transport, task, caller.wait).await;
+            let mut asked = 0;
+            while let Some(ask) = ask.filter(|_| asked < MOST_ASKED) {
+                if task.status.state != TaskState::InputRequired {
+                    break;
+                }
+                let question = task.status.message.as_ref().map(Message::text);
+                let Some(answer) = ask(question.unwrap_or_default()).await else {
+                    break;
+                };
+                asked += 1;
+                let reply = Message {
+                    message_id: new_id(),
+                    context_id: Some(task.context_id.clone()),
+                    task_id: Some(task.id.clone()),
+                    role: Role::User,
+                    parts: vec![Part::text(answer)],
+                    metadata: None,
+                    extensions: Vec::new(),
+                    reference_task_ids: Vec::new(),
+                };
+                let request = SendMessageRequest {
+                    tenant: chosen.tenant.clone(),
+                    ..SendMessageRequest::non_blocking(reply)
+                };
+                task = match transport.send(&request).await {
+                    Ok(SendMessageResponse::Task(next)) => {
+                        settled(&*transport, next, caller.wait).await
+                    }
+                    Ok(SendMessageResponse::Message(reply)) => return Ok(message_answer(&reply)),
+                    Err(e) => return Err(refused(agent, &e)),
+                };
+            }
             Ok(task_answer(&task))
         }
     }
@@ -270,7 +315,7 @@ fn task_answer(task: &Task) -> Value {
         answer["next"] =
             json!("Answer with the same taskId and contextId, and the requested input as text.");
     }
-    if state == sb_protocol::TaskState::Completed {
+    if state == TaskState::Completed {
         answer["artifacts"] = json!(task.artifacts.iter().map(artifact).collect::<Vec<_>>());
     }
     if !state.is_terminal() && !state.is_interrupted() {

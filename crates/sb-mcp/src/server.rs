@@ -13,7 +13,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
@@ -21,7 +21,7 @@ use sb_client::Credentials;
 use sb_protocol::card::SecurityScheme;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{Caller, Refusal, Session, call};
+use crate::call::{Ask, Caller, Refusal, Session, call};
 use crate::catalog::{AgentTool, CatalogFeed};
 
 /// How the server behaves.
@@ -29,6 +29,46 @@ use crate::catalog::{AgentTool, CatalogFeed};
 pub struct Settings {
     /// Longest a call waits for its task to end or ask something.
     pub wait: Duration,
+}
+
+/// Longest a person is given to answer an agent's question put through the client.
+const ANSWER_WAIT: Duration = Duration::from_secs(600);
+
+/// What the person at the client is asked for: the answer to an agent's question.
+#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct Reply {
+    /// Your answer to the agent's question.
+    answer: String,
+}
+
+rmcp::elicit_safe!(Reply);
+
+/// Asks through `peer`, when its client takes form elicitations.
+fn asker(peer: &Peer<RoleServer>) -> Option<Box<Ask>> {
+    if !peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return None;
+    }
+    let peer = peer.clone();
+    Some(Box::new(move |question: String| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            match peer
+                .elicit_with_timeout::<Reply>(question, Some(ANSWER_WAIT))
+                .await
+            {
+                Ok(Some(reply)) if !reply.answer.trim().is_empty() => Some(reply.answer),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::debug!(error = %e, "an agent's question could not be put to the person; the LLM answers it");
+                    None
+                }
+            }
+        })
+    }))
 }
 
 /// What the server tells the LLM about its tools, once, at the start.
@@ -126,7 +166,16 @@ impl ServerHandler for FleetTools {
             ));
         };
         let caller = self.caller_for(tool, &context);
-        let result = match call(tool, request.arguments, &caller, &self.session).await {
+        let ask = asker(&context.peer);
+        let result = match call(
+            tool,
+            request.arguments,
+            &caller,
+            &self.session,
+            ask.as_deref(),
+        )
+        .await
+        {
             Ok(answer) => {
                 let text = answer.to_string();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
