@@ -1,11 +1,12 @@
-//! The command line: `switchboard serve` (the default), `switchboard worker` and
-//! `switchboard health`.
+//! The command line: `switchboard serve` (the default), `switchboard worker`,
+//! `switchboard health`, and the A2A client commands (`card`, `send`, `task`, …:
+//! [`crate::client_cli`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use crate::config::{self, Overrides};
@@ -14,11 +15,26 @@ use crate::serve::serve;
 /// `EX_USAGE`: the configuration or the command line is wrong.
 const EXIT_USAGE: u8 = 64;
 
+/// The exit statuses of the client commands (docs/cli.md); stable.
+const EXIT_STATUSES: &str = "\
+Exit statuses of the client commands (card, send, answer, task, push, agents, inbox):
+  0  success: the command did its job, whatever the task's outcome (named on stderr)
+  1  failure: a protocol error (its A2A name, e.g. TaskNotFoundError) or an unusable card
+  2  usage: invalid arguments or flags
+  3  the agent or its card could not be reached or found
+  4  authentication: credentials missing or rejected
+  5  timeout: --timeout expired before the task ended
+  6  with --exit-status: the task ended failed, canceled or rejected
+  7  with --exit-status: the task waits for input or auth
+  130 interrupted (Ctrl-C) while waiting; the task goes on
+`serve` and `worker` exit 64 on a bad configuration.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
     version,
-    about = "A horizontally scalable runtime for the A2A protocol"
+    about = "A horizontally scalable runtime for the A2A protocol, and a client for any A2A agent",
+    after_help = EXIT_STATUSES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -37,6 +53,8 @@ enum Command {
         #[arg(default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
     },
+    #[command(flatten)]
+    Client(Box<crate::client_cli::ClientCommand>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,8 +92,28 @@ struct ServeArgs {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) => {
+            if error.use_stderr()
+                && let Some(code) =
+                    crate::client_cli::usage_error_as_json(&args, &error.to_string())
+            {
+                return code;
+            }
+            error.exit()
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let args = match cli.command {
+        Some(Command::Client(command)) => {
+            let own = matches.subcommand().map(|(_, m)| m);
+            return crate::client_cli::run(*command, own);
+        }
         Some(Command::Serve(args)) => *args,
         Some(Command::Health { addr }) => return health(addr),
         Some(Command::Worker(args)) => return worker(args),

@@ -1,0 +1,440 @@
+//! The `switchboard` client commands, run as the real binary against a real all-in-one
+//! server: the consolidate story end to end (send, the question and the resume command,
+//! answer, the facts artifact), exit statuses, the JSON shapes of the a2a-cli
+//! specification's Appendix B, the text labels.
+
+#![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
+
+use std::process::{Child, Command, Output};
+
+use serde_json::Value;
+
+#[path = "support/process.rs"]
+mod process;
+
+const STORY: &str = "the user is vegetarian\nthe user ordered a steak\nthe user likes cats";
+
+struct Server {
+    base: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn agent(&self, name: &str) -> String {
+        format!("{}/agents/{name}", self.base)
+    }
+}
+
+/// The all-in-one with the built-in agents; `consolidate` pauses 100 ms per transcript.
+async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config,
+        "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\n\
+         [[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+    )
+    .unwrap();
+    let port = process::free_port();
+    let config = config.to_string_lossy().into_owned();
+    let child = process::serve(port, &["--config", &config, "--memory"]).await;
+    Server {
+        base: format!("http://127.0.0.1:{port}"),
+        child,
+        _dir: dir,
+    }
+}
+
+/// The CLI with `args`, without any `A2ACLI_*`/`SWITCHBOARD_TOKEN` of the caller's.
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .env_remove("A2ACLI_AGENT_CARD")
+        .env_remove("A2ACLI_BEARER")
+        .env_remove("A2ACLI_OUTPUT")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The value of the first `Label: value` line.
+fn field(text: &str, label: &str) -> String {
+    let prefix = format!("{label}: ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {label:?} in:\n{text}"))
+        .to_owned()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", stdout(out)))
+}
+
+#[tokio::test]
+async fn the_consolidate_story_end_to_end_in_text() {
+    let server = start().await;
+    let agent = server.agent("consolidate");
+
+    // send: blocks until the agent asks; the ids, the state, the question and the
+    // command that answers it are printed.
+    let out = cli(&["send", &agent, STORY]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let task_id = field(&text, "Task ID");
+    let context_id = field(&text, "Context ID");
+    assert_eq!(field(&text, "State"), "input-required");
+    assert!(
+        field(&text, "Status Message").contains("contradict"),
+        "{text}"
+    );
+    let resume = field(&text, "Resume");
+    assert!(
+        resume.contains(&format!("--task-id {task_id}"))
+            && resume.contains(&format!("--context-id {context_id}"))
+            && resume.contains(&agent),
+        "{resume}"
+    );
+    assert!(
+        stderr(&out).contains(&format!("Warning: task {task_id} waits: input-required")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!text.contains('\u{1b}'), "no control sequences on stdout");
+
+    // answer: the task completes with its facts.
+    let out = cli(&["answer", &agent, &task_id, "the user is vegetarian"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(field(&text, "Task ID"), task_id);
+    assert_eq!(field(&text, "Context ID"), context_id);
+    assert_eq!(field(&text, "State"), "completed");
+    let block = text
+        .split("Artifact facts:\n")
+        .nth(1)
+        .expect("the facts block");
+    let facts: Vec<&str> = block.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(facts, ["- the user is vegetarian", "- the user likes cats"]);
+
+    // get, by the spec's shape (-a and `task get`) and the short one: the artifact.
+    let out = cli(&["task", "get", "-a", &agent, &task_id, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let task = json(&out);
+    assert_eq!(task["id"], task_id.as_str());
+    assert_eq!(task["contextId"], context_id.as_str());
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["artifacts"][0]["name"], "facts");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"],
+        "- the user is vegetarian\n- the user likes cats"
+    );
+    let out = cli(&["get", &agent, &task_id, "--history", "10"]);
+    let text = stdout(&out);
+    assert_eq!(field(&text, "State"), "completed");
+    assert!(
+        text.contains("History:\n[user] the user is vegetarian\nthe user ordered"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[user] the user is vegetarian\n[agent] applying your answer"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn json_output_is_the_protocol_objects() {
+    let server = start().await;
+    let agent = server.agent("consolidate");
+
+    // card: the AgentCard as served, whichever way the agent is named.
+    for args in [
+        vec!["card", agent.as_str(), "--json"],
+        vec!["card", "get", "-a", agent.as_str(), "-o", "json"],
+    ] {
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let card = json(&out);
+        assert_eq!(card["name"], "consolidate");
+        assert!(card["supportedInterfaces"].as_array().unwrap().len() >= 3);
+    }
+    let out = cli(&["card", &agent]);
+    let text = stdout(&out);
+    assert_eq!(field(&text, "Name"), "consolidate");
+    assert_eq!(field(&text, "Streaming"), "yes");
+    assert!(
+        field(&text, "Interface").starts_with("JSONRPC 1.0 http://"),
+        "{text}"
+    );
+
+    // send: one SendMessageResponse document, the task in it.
+    let out = cli(&["send", "-a", &agent, "--text", STORY, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let response = json(&out);
+    let task = &response["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert!(response.get("message").is_none() && response.as_object().unwrap().len() == 1);
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    // --stream: JSON Lines of StreamResponse, the first the task, the last the status
+    // that leaves it waiting.
+    let out = cli(&[
+        "send",
+        &agent,
+        "--stream",
+        "--json",
+        "--task-id",
+        &task_id,
+        "vegetarian",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 2, "{lines:?}");
+    assert!(lines[0].get("task").is_some(), "{}", lines[0]);
+    let last = &lines[lines.len() - 1]["statusUpdate"];
+    assert_eq!(last["taskId"], task_id.as_str());
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(lines.iter().any(|l| l.get("artifactUpdate").is_some()));
+
+    // --async: the task at once, with its ids.
+    let long = (1..=30)
+        .map(|i| format!("fact number {i}\n"))
+        .collect::<String>();
+    let out = cli(&["send", &agent, "--async", "-o", "json", &long]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let running = json(&out)["task"].clone();
+    let running_id = running["id"].as_str().unwrap().to_owned();
+    assert!(running["contextId"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(
+        !running["status"]["state"]
+            .as_str()
+            .unwrap()
+            .contains("COMPLETED")
+    );
+
+    // subscribe --stream: its events until it completes.
+    let out = cli(&[
+        "task",
+        "subscribe",
+        &agent,
+        &running_id,
+        "--stream",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{text}"
+    );
+
+    // list: a ListTasksResponse, filtered by state and by context.
+    let out = cli(&["list", &agent, "--state", "completed", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = json(&out);
+    let ids: Vec<&str> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&task_id.as_str()) && ids.contains(&running_id.as_str()),
+        "{page}"
+    );
+    assert!(
+        page["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"]["state"] == "TASK_STATE_COMPLETED")
+    );
+    let context = running["contextId"].as_str().unwrap();
+    let out = cli(&[
+        "task",
+        "list",
+        "-a",
+        &agent,
+        "--context-id",
+        context,
+        "-o",
+        "json",
+    ]);
+    let page = json(&out);
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1, "{page}");
+    assert_eq!(page["tasks"][0]["id"], running_id.as_str());
+    // paging: one task a page, all pages read with --all.
+    let out = cli(&["list", &agent, "--page-size", "1", "-o", "json"]);
+    let first = json(&out);
+    assert_eq!(first["tasks"].as_array().unwrap().len(), 1);
+    assert!(!first["nextPageToken"].as_str().unwrap().is_empty());
+    let out = cli(&["list", &agent, "--page-size", "1", "--all", "-o", "json"]);
+    assert!(json(&out)["tasks"].as_array().unwrap().len() >= 2);
+    let out = cli(&["list", &agent, "--page-size", "1"]);
+    assert!(!field(&stdout(&out), "Next Page Token").is_empty());
+
+    // cancel: the task as it is left.
+    let out = cli(&["send", &agent, "--async", "-o", "json", &long]);
+    let id = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let out = cli(&["cancel", &agent, &id, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["status"]["state"], "TASK_STATE_CANCELED");
+    // Idempotent; a task that completed is not cancelable.
+    let out = cli(&["task", "cancel", "-a", &agent, &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(field(&stdout(&out), "State"), "canceled");
+    let out = cli(&["task", "cancel", "-a", &agent, &task_id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("(TaskNotCancelableError)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn exit_statuses_are_the_documented_ones() {
+    let server = start().await;
+    let agent = server.agent("consolidate");
+
+    // 2: usage, in text and as the JSON envelope.
+    let out = cli(&["send"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("A2ACLI_ERR_USAGE"),
+        "{}",
+        stderr(&out)
+    );
+    let out = cli(&["send", &agent, "--no-such-flag", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"]["code"], "A2ACLI_ERR_USAGE");
+    let out = cli(&["send", &agent, "--media-type", "text/plain", "hi"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a --media-type with no part before it"
+    );
+
+    // 3: nothing listens there; no card at that path.
+    let nowhere = format!("http://127.0.0.1:{}", process::free_port());
+    let out = cli(&["send", &nowhere, "hi", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["error"]["code"], "A2ACLI_ERR_UNREACHABLE");
+    let out = cli(&["card", &server.agent("ghost"), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["error"]["code"], "A2ACLI_ERR_CARD_NOT_FOUND");
+
+    // 1: a protocol error, by its A2A name; continuing an unknown task creates none.
+    let out = cli(&["get", &agent, "no-such-task", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let error = &json(&out)["error"];
+    assert_eq!(error["code"], "TaskNotFoundError");
+    assert_eq!(error["a2aCode"], -32001);
+    assert!(error["hint"].as_str().is_some());
+    let out = cli(&["send", &agent, "--task-id", "no-such-task", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("Error: "), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(TaskNotFoundError)\nHint: "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+
+    // 0 for any outcome the command reported; --exit-status: 7 waiting, 6 rejected.
+    let out = cli(&["send", &agent, STORY, "--exit-status"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let out = cli(&["send", &agent, "   "]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(field(&stdout(&out), "State"), "rejected");
+    assert!(stderr(&out).contains("ended rejected"), "{}", stderr(&out));
+    let out = cli(&["send", &agent, "   ", "--exit-status", "--json"]);
+    assert_eq!(out.status.code(), Some(6));
+    assert_eq!(json(&out)["task"]["status"]["state"], "TASK_STATE_REJECTED");
+
+    // 5: --timeout before the task ends (it goes on).
+    let long = (1..=40).map(|i| format!("fact {i}\n")).collect::<String>();
+    let out = cli(&["send", &agent, &long, "--timeout", "300ms", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stdout(&out));
+    assert_eq!(json(&out)["error"]["code"], "A2ACLI_ERR_TIMEOUT");
+
+    // The table is in --help.
+    let out = cli(&["--help"]);
+    assert!(
+        stdout(&out).contains("6  with --exit-status: the task ended failed, canceled or rejected")
+    );
+    // And `health ADDR` is still the container check.
+    let out = cli(&["health", server.base.trim_start_matches("http://")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn parts_keep_their_order_and_the_polling_path_waits() {
+    let server = start().await;
+    let echo = server.agent("echo");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("note.txt");
+    std::fs::write(&file, "from a file").unwrap();
+    let out = cli(&[
+        "send",
+        "-a",
+        &echo,
+        "--text",
+        "first",
+        "--data",
+        r#"{"k": 1}"#,
+        "--file",
+        file.to_str().unwrap(),
+        "--media-type",
+        "text/x-note",
+        "-o",
+        "json",
+        "--history",
+        "1",
+        "--metadata",
+        r#"{"trace": "t1"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let task = &json(&out)["task"];
+    let sent = &task["history"][0]["parts"];
+    assert_eq!(sent[0]["text"], "first", "{task}");
+    assert_eq!(sent[1]["data"]["k"], 1, "{task}");
+    assert_eq!(sent[2]["filename"], "note.txt", "{task}");
+    assert_eq!(sent[2]["mediaType"], "text/x-note", "{task}");
+
+    // get --wait polls (any interval) until the task ends.
+    let agent = server.agent("consolidate");
+    let out = cli(&["send", &agent, "--async", "-o", "json", "a\nb\nc\nd\ne"]);
+    let id = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let out = cli(&[
+        "task",
+        "get",
+        &agent,
+        &id,
+        "--wait",
+        "--poll-interval",
+        "100ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(field(&stdout(&out), "State"), "completed");
+}
