@@ -55,6 +55,11 @@ enum Command {
     },
     #[command(flatten)]
     Client(Box<crate::client_cli::ClientCommand>),
+    /// Print a shell completion script: `switchboard completion bash > /etc/bash_completion.d/switchboard`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +121,15 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Serve(args)) => *args,
         Some(Command::Health { addr }) => return health(addr),
+        Some(Command::Completion { shell }) => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "switchboard",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
         Some(Command::Worker(args)) => return worker(args),
         None => ServeArgs::default_from_env(),
     };

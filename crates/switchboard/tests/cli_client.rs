@@ -383,6 +383,11 @@ async fn exit_statuses_are_the_documented_ones() {
     assert!(
         stdout(&out).contains("6  with --exit-status: the task ended failed, canceled or rejected")
     );
+    // Completions: a script for the named shell, knowing the client commands.
+    let out = cli(&["completion", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("complete") && stdout(&out).contains("subscribe"));
+    assert_eq!(cli(&["completion", "tcsh"]).status.code(), Some(2));
     // And `health ADDR` is still the container check.
     let out = cli(&["health", server.base.trim_start_matches("http://")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
