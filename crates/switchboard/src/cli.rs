@@ -297,3 +297,15 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     drop(ctrl_c.await);
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the whole command tree (unique flags, valid defaults) only here, or
+    /// when a subcommand is first parsed.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -35,17 +35,28 @@ impl Server {
 
 /// The all-in-one with the built-in agents; `consolidate` pauses 100 ms per transcript.
 async fn start() -> Server {
+    start_with("", &[]).await
+}
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The same, with `consolidate_extra` in consolidate's definition and `args`.
+async fn start_with(consolidate_extra: &str, args: &[&str]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchboard.toml");
     std::fs::write(
         &config,
-        "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\n\
-         [[agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+        format!(
+            "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\
+             {consolidate_extra}\n\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n"
+        ),
     )
     .unwrap();
     let port = process::free_port();
     let config = config.to_string_lossy().into_owned();
-    let child = process::serve(port, &["--config", &config, "--memory"]).await;
+    let mut all = vec!["--config", config.as_str(), "--memory"];
+    all.extend_from_slice(args);
+    let child = process::serve(port, &all).await;
     Server {
         base: format!("http://127.0.0.1:{port}"),
         child,
@@ -442,4 +453,105 @@ async fn parts_keep_their_order_and_the_polling_path_waits() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(field(&stdout(&out), "State"), "completed");
+}
+
+#[tokio::test]
+async fn push_configs_and_a_receiver_that_checks_signatures() {
+    let secret_line = format!("webhook_secret = \"{SECRET}\"");
+    let server = start_with(&secret_line, &["--webhook-allow", "127.0.0.1/32"]).await;
+    let agent = server.agent("consolidate");
+    let port = process::free_port();
+    let port_text = port.to_string();
+    let receiver = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["push", "receive", "--port", &port_text, "--secret", SECRET])
+        .args(["--count", "2", "-o", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let long = (1..=20).map(|i| format!("fact {i}\n")).collect::<String>();
+    let out = cli(&["send", &agent, "--async", "-o", "json", &long]);
+    let task_id = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let out = cli(&[
+        "push", "create", &agent, &task_id, "--url", &url, "-o", "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let config = json(&out);
+    assert_eq!(config["url"], url.as_str());
+    let config_id = config["id"].as_str().unwrap().to_owned();
+
+    // The receiver prints the first two deliveries (StreamResponse JSON lines), each
+    // signature verified, then exits 0.
+    let received = tokio::task::spawn_blocking(move || receiver.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(received.status.code(), Some(0), "{}", stderr(&received));
+    let lines: Vec<Value> = stdout(&received)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["statusUpdate"]["taskId"] == task_id.as_str())
+    );
+
+    // get, list, delete (also as `task push-config`).
+    let out = cli(&["push", "get", &agent, &task_id, &config_id, "-o", "json"]);
+    assert_eq!(json(&out)["id"], config_id.as_str());
+    let out = cli(&[
+        "task",
+        "push-config",
+        "list",
+        "-a",
+        &agent,
+        &task_id,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(json(&out)["configs"].as_array().unwrap().len(), 1);
+    let out = cli(&["push", "delete", &agent, &task_id, &config_id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Deleted: "));
+    let out = cli(&["push", "list", &agent, &task_id]);
+    assert_eq!(field(&stdout(&out), "Configs"), "0");
+
+    // A delivery whose signature does not verify is refused, reported, and fails the
+    // receiver.
+    let port = process::free_port();
+    let port_text = port.to_string();
+    let receiver = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "push", "receive", "--port", &port_text, "--secret", SECRET, "--count", "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut refused = None;
+    for _ in 0..100 {
+        let forged = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/hook"))
+            .header("webhook-id", "forged-1")
+            .header("webhook-timestamp", "1700000000")
+            .header("webhook-signature", "v1,bm90IGEgc2lnbmF0dXJl")
+            .body(r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}"#)
+            .send()
+            .await;
+        if let Ok(response) = forged {
+            refused = Some(response.status().as_u16());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(refused, Some(401));
+    let received = tokio::task::spawn_blocking(move || receiver.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(received.status.code(), Some(1));
+    let text = stdout(&received);
+    assert_eq!(field(&text, "Delivery"), "forged-1");
+    assert_eq!(field(&text, "Signature"), "invalid");
 }

@@ -17,6 +17,7 @@ mod opts;
 mod output;
 mod parts;
 mod progress;
+mod push;
 mod render;
 mod send;
 mod task;
@@ -50,63 +51,65 @@ pub(crate) enum ClientCommand {
     List(task::ListArgs),
     /// Same as `task subscribe`.
     Subscribe(task::SubscribeArgs),
+    /// Push notifications: a task's configs (create, get, list, delete) and a local
+    /// receiver that prints deliveries and checks their signatures.
+    #[command(subcommand)]
+    Push(push::PushCommand),
 }
 
 impl ClientCommand {
-    /// The output options, to print a failure in the right format.
-    fn format(&self) -> (opts::Format, bool) {
-        let (output, streamed) = match self {
-            ClientCommand::Card(c) => (
-                match &c.sub {
-                    Some(card::CardSub::Get(args)) => &args.output,
-                    None => &c.args.output,
-                },
-                false,
-            ),
-            ClientCommand::Send(args) => (&args.turn.output, args.turn.stream),
-            ClientCommand::Answer(args) => (&args.turn.output, args.turn.stream),
-            ClientCommand::Task(task::TaskCommand::Get(args)) | ClientCommand::Get(args) => {
-                (&args.task.output, false)
-            }
-            ClientCommand::Task(task::TaskCommand::Cancel(args)) | ClientCommand::Cancel(args) => {
-                (&args.output, false)
-            }
-            ClientCommand::Task(task::TaskCommand::List(args)) | ClientCommand::List(args) => {
-                (&args.output, false)
-            }
-            ClientCommand::Task(task::TaskCommand::Subscribe(args))
-            | ClientCommand::Subscribe(args) => (&args.task.output, args.stream),
-        };
-        (output.format(), streamed)
-    }
-
-    fn debug(&self) -> bool {
+    /// The output options (to print a failure in the right format), whether the output
+    /// is streamed, and `--debug`.
+    fn settings(&self) -> (Option<&opts::OutputOpts>, bool, bool) {
+        use task::TaskCommand as T;
         match self {
-            ClientCommand::Card(c) => match &c.sub {
-                Some(card::CardSub::Get(args)) => args.agent.debug,
-                None => c.args.agent.debug,
-            },
-            ClientCommand::Send(args) => args.turn.agent.debug,
-            ClientCommand::Answer(args) => args.turn.agent.debug,
-            ClientCommand::Task(task::TaskCommand::Get(args)) | ClientCommand::Get(args) => {
-                args.task.agent.debug
+            ClientCommand::Card(c) => {
+                let args = match &c.sub {
+                    Some(card::CardSub::Get(args)) => args,
+                    None => &c.args,
+                };
+                (Some(&args.output), false, args.agent.debug)
             }
-            ClientCommand::Task(task::TaskCommand::Cancel(args)) | ClientCommand::Cancel(args) => {
-                args.agent.debug
+            ClientCommand::Send(args) => turn_settings(&args.turn),
+            ClientCommand::Answer(args) => turn_settings(&args.turn),
+            ClientCommand::Task(T::Get(args)) | ClientCommand::Get(args) => {
+                (Some(&args.task.output), false, args.task.agent.debug)
             }
-            ClientCommand::Task(task::TaskCommand::List(args)) | ClientCommand::List(args) => {
-                args.agent.debug
+            ClientCommand::Task(T::Cancel(args)) | ClientCommand::Cancel(args) => {
+                (Some(&args.output), false, args.agent.debug)
             }
-            ClientCommand::Task(task::TaskCommand::Subscribe(args))
-            | ClientCommand::Subscribe(args) => args.task.agent.debug,
+            ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
+                (Some(&args.output), false, args.agent.debug)
+            }
+            ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => {
+                (Some(&args.task.output), args.stream, args.task.agent.debug)
+            }
+            ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
         }
+    }
+}
+
+fn turn_settings(turn: &send::TurnOpts) -> (Option<&opts::OutputOpts>, bool, bool) {
+    (Some(&turn.output), turn.stream, turn.agent.debug)
+}
+
+fn push_settings(command: &push::PushCommand) -> (Option<&opts::OutputOpts>, bool, bool) {
+    match command {
+        push::PushCommand::Create(args) => {
+            (Some(&args.target.output), false, args.target.agent.debug)
+        }
+        push::PushCommand::Get(args)
+        | push::PushCommand::List(args)
+        | push::PushCommand::Delete(args) => (Some(&args.output), false, args.agent.debug),
+        push::PushCommand::Receive(args) => (Some(&args.output), true, false),
     }
 }
 
 /// Runs a client command; `matches` are its own (the order of message parts).
 pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitCode {
-    let (format, streamed) = command.format();
-    if command.debug() {
+    let (output, streamed, debug) = command.settings();
+    let format = output.map_or(opts::Format::Text, opts::OutputOpts::format);
+    if debug {
         // sb-client's own logs; it never logs credentials (they travel in headers it
         // does not print).
         let _ = tracing_subscriber::fmt()
@@ -134,6 +137,7 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::Cancel(args) => task::run(task::TaskCommand::Cancel(args)).await,
             ClientCommand::List(args) => task::run(task::TaskCommand::List(args)).await,
             ClientCommand::Subscribe(args) => task::run(task::TaskCommand::Subscribe(args)).await,
+            ClientCommand::Push(command) => push::run(command).await,
         }
     });
     // Background work (a stream drained to its end) is not waited for.

@@ -25,6 +25,9 @@ pub(crate) enum TaskCommand {
     List(ListArgs),
     /// Follow a task's events until it ends or waits (--stream prints each one).
     Subscribe(SubscribeArgs),
+    /// A task's push-notification configs (same as `switchboard push`).
+    #[command(subcommand)]
+    PushConfig(super::push::PushCommand),
 }
 
 /// `[AGENT] TASK_ID` and the common options.
@@ -116,6 +119,7 @@ pub(crate) async fn run(command: TaskCommand) -> Result<u8, CliError> {
         TaskCommand::Cancel(args) => cancel(args).await,
         TaskCommand::List(args) => list(args).await,
         TaskCommand::Subscribe(args) => subscribe(args).await,
+        TaskCommand::PushConfig(command) => super::push::run(command).await,
     }
 }
 
