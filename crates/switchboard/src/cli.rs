@@ -47,12 +47,10 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Run the configured agents as a remote worker of the task-state service.
     Worker(WorkerArgs),
-    /// Exit 0 if a switchboard answers `GET /healthz` at ADDR (for container health
-    /// checks, where no curl exists).
-    Health {
-        #[arg(default_value = "127.0.0.1:8080")]
-        addr: std::net::SocketAddr,
-    },
+    /// `health ADDR` (host:port): exit 0 if a switchboard answers `GET /healthz` there
+    /// (for container health checks, where no curl exists). `health URL` (http://…):
+    /// the fleet's health table (`GET /fleet/health`).
+    Health(HealthArgs),
     #[command(flatten)]
     Client(Box<crate::client_cli::ClientCommand>),
     /// Print a shell completion script: `switchboard completion bash > /etc/bash_completion.d/switchboard`.
@@ -60,6 +58,21 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct HealthArgs {
+    /// ADDR (`host:port`) for the container check, or a Switchboard's URL for the table.
+    #[arg(default_value = "127.0.0.1:8080", value_name = "ADDR_OR_URL")]
+    target: String,
+    /// With a URL: one window only (`1h` or `24h`).
+    #[arg(long)]
+    window: Option<String>,
+    /// With a URL: the admin token (every agent) or a caller's credential.
+    #[arg(long, env = "SWITCHBOARD_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(flatten)]
+    output: crate::client_cli::OutputOpts,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,7 +133,26 @@ pub fn main() -> ExitCode {
             return crate::client_cli::run(*command, own);
         }
         Some(Command::Serve(args)) => *args,
-        Some(Command::Health { addr }) => return health(addr),
+        Some(Command::Health(args)) => {
+            if args.target.starts_with("http://") || args.target.starts_with("https://") {
+                return crate::client_cli::fleet_health(
+                    args.target,
+                    args.token,
+                    args.output,
+                    args.window,
+                );
+            }
+            return match args.target.parse() {
+                Ok(addr) => health(addr),
+                Err(_) => {
+                    eprintln!(
+                        "switchboard: {:?} is neither host:port nor an http(s) URL",
+                        args.target
+                    );
+                    ExitCode::from(crate::client_cli::exit::USAGE)
+                }
+            };
+        }
         Some(Command::Completion { shell }) => {
             clap_complete::generate(
                 shell,

@@ -555,3 +555,97 @@ async fn push_configs_and_a_receiver_that_checks_signatures() {
     assert_eq!(field(&text, "Delivery"), "forged-1");
     assert_eq!(field(&text, "Signature"), "invalid");
 }
+
+#[tokio::test]
+async fn the_switchboard_commands_agents_inbox_and_health() {
+    const ADMIN: &str = "cli-admin-token-0123456789";
+    let server = start_with("", &["--admin-token", ADMIN]).await;
+    let url = ["--url", server.base.as_str()];
+    let admin = ["--token", ADMIN];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memo.toml");
+    std::fs::write(
+        &file,
+        "[[agents]]\nname = \"memo\"\nkind = \"consolidate\"\n\
+         description = \"Consolidates our support transcripts\"\npause_ms = 10\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+
+    // register: refused without the admin token (exit 4), then created.
+    let out = cli(&[&["agents", "register", file][..], &url].concat());
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("A2ACLI_ERR_CREDENTIALS_MISSING"));
+    let out = cli(&[
+        &["agents", "register", file, "-o", "json"][..],
+        &url,
+        &admin,
+    ]
+    .concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["name"], "memo");
+
+    // list and search.
+    let out = cli(&[&["agents", "list", "-o", "json"][..], &url].concat());
+    let names: Vec<String> = json(&out)["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"memo".to_owned()) && names.contains(&"echo".to_owned()));
+    let out = cli(&[&["agents", "list", "-q", "support transcripts"][..], &url].concat());
+    let text = stdout(&out);
+    assert_eq!(field(&text, "Name"), "memo", "{text}");
+    assert_eq!(field(&text, "Agents"), "1");
+
+    // The new agent asks; the inbox shows it and answers it.
+    let memo = server.agent("memo");
+    let out = cli(&["send", &memo, STORY, "-o", "json"]);
+    let task_id = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let out = cli(&[&["inbox"][..], &url, &admin].concat());
+    let text = stdout(&out);
+    assert_eq!(field(&text, "Task ID"), task_id);
+    assert_eq!(field(&text, "Agent"), "memo");
+    assert!(field(&text, "Question").contains("contradict"), "{text}");
+    let answer = [
+        "inbox",
+        "answer",
+        &task_id,
+        "the user is vegetarian",
+        "--wait",
+        "-o",
+        "json",
+    ];
+    let out = cli(&[&answer[..], &url, &admin].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let task = json(&out);
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["artifacts"][0]["name"], "facts");
+    let out = cli(&[&["inbox", "list", "-o", "json"][..], &url, &admin].concat());
+    assert_eq!(json(&out)["tasks"].as_array().unwrap().len(), 0);
+
+    // health URL: the fleet table (and the report in JSON).
+    let out = cli(&["health", &server.base, "--token", ADMIN]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("Window: 1h\nAGENT"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("memo ")), "{text}");
+    let out = cli(&[
+        "health",
+        &server.base,
+        "--token",
+        ADMIN,
+        "--window",
+        "1h",
+        "--json",
+    ]);
+    assert!(json(&out)["windows"]["1h"]["agents"].is_array());
+
+    // remove; a second time it is not found.
+    let out = cli(&[&["agents", "remove", "memo"][..], &url, &admin].concat());
+    assert_eq!(stdout(&out), "Removed: memo\n");
+    let out = cli(&[&["agents", "remove", "memo", "--json"][..], &url, &admin].concat());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["code"], "SWITCHBOARD_NOT_FOUND");
+}

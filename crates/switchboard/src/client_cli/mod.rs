@@ -13,13 +13,17 @@
 mod agent;
 mod card;
 mod error;
+mod fleet_health;
+mod inbox;
 mod opts;
 mod output;
 mod parts;
 mod progress;
 mod push;
+mod registry_agents;
 mod render;
 mod send;
+mod switchboard_api;
 mod task;
 mod wait;
 
@@ -29,6 +33,7 @@ use clap::{ArgMatches, Subcommand};
 
 use error::CliError;
 pub(crate) use error::exit;
+pub(crate) use opts::OutputOpts;
 
 /// The client commands, flattened into the binary's own.
 #[derive(Debug, Subcommand)]
@@ -55,6 +60,12 @@ pub(crate) enum ClientCommand {
     /// receiver that prints deliveries and checks their signatures.
     #[command(subcommand)]
     Push(push::PushCommand),
+    /// A Switchboard's agents: list and search its registry, register from a TOML or
+    /// JSON file, remove.
+    #[command(subcommand)]
+    Agents(registry_agents::AgentsCommand),
+    /// A Switchboard's tasks waiting for a person (list; `inbox answer TASK_ID TEXT`).
+    Inbox(inbox::InboxCommand),
 }
 
 impl ClientCommand {
@@ -85,6 +96,8 @@ impl ClientCommand {
                 (Some(&args.task.output), args.stream, args.task.agent.debug)
             }
             ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
+            ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
+            ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
         }
     }
 }
@@ -102,6 +115,29 @@ fn push_settings(command: &push::PushCommand) -> (Option<&opts::OutputOpts>, boo
         | push::PushCommand::List(args)
         | push::PushCommand::Delete(args) => (Some(&args.output), false, args.agent.debug),
         push::PushCommand::Receive(args) => (Some(&args.output), true, false),
+    }
+}
+
+/// `health URL`: the fleet table of the Switchboard at `url`.
+pub(crate) fn fleet_health(
+    url: String,
+    token: Option<String>,
+    output: opts::OutputOpts,
+    window: Option<String>,
+) -> ExitCode {
+    let format = output.format();
+    let api = switchboard_api::ApiOpts { url, token, output };
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal(format!("cannot start the runtime: {e}")))
+        .and_then(|runtime| runtime.block_on(fleet_health::run(api, window)));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            error.print(format, false);
+            ExitCode::from(error.exit)
+        }
     }
 }
 
@@ -138,6 +174,8 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::List(args) => task::run(task::TaskCommand::List(args)).await,
             ClientCommand::Subscribe(args) => task::run(task::TaskCommand::Subscribe(args)).await,
             ClientCommand::Push(command) => push::run(command).await,
+            ClientCommand::Agents(command) => registry_agents::run(command).await,
+            ClientCommand::Inbox(command) => inbox::run(command).await,
         }
     });
     // Background work (a stream drained to its end) is not waited for.
