@@ -34,9 +34,13 @@ Exit statuses of the client commands (card, send, answer, task, push, agents, in
     name = "switchboard",
     version,
     about = "A horizontally scalable runtime for the A2A protocol, and a client for any A2A agent",
-    after_help = EXIT_STATUSES
+    after_help = EXIT_STATUSES,
+    disable_version_flag = true
 )]
 struct Cli {
+    /// Print the version (`-v`, as the a2a-cli specification spells it, and `-V`).
+    #[arg(short = 'v', short_alias = 'V', long, action = clap::ArgAction::Version)]
+    version: Option<bool>,
     #[command(subcommand)]
     command: Option<Command>,
 }

@@ -438,6 +438,31 @@ async fn parts_keep_their_order_and_the_polling_path_waits() {
     assert_eq!(sent[2]["filename"], "note.txt", "{task}");
     assert_eq!(sent[2]["mediaType"], "text/x-note", "{task}");
 
+    // Every binding, by the caller's preference, and A2A 0.3 when asked for.
+    for transport in [
+        &["--transport", "GRPC"][..],
+        &["--transport", "HTTP+JSON"],
+        &["--transport", "JSONRPC"],
+        &["--a2a-version", "0.3"],
+    ] {
+        let out = cli(&[&["send", &echo, "hello", "-o", "json"][..], transport].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{transport:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            json(&out)["task"]["status"]["state"],
+            "TASK_STATE_COMPLETED",
+            "{transport:?}"
+        );
+    }
+    let out = cli(&["send", &echo, "hello", "--transport", "SMOKE-SIGNALS"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = cli(&["-v"]);
+    assert!(stdout(&out).starts_with("switchboard "), "{}", stdout(&out));
+
     // get --wait polls (any interval) until the task ends.
     let agent = server.agent("consolidate");
     let out = cli(&["send", &agent, "--async", "-o", "json", "a\nb\nc\nd\ne"]);

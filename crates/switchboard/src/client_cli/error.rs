@@ -113,9 +113,9 @@ impl CliError {
             return refused;
         }
         let hint = match error.kind {
-            ErrorKind::TaskNotFound => {
-                Some("check the task id (`switchboard task list` shows yours); no task was created")
-            }
+            ErrorKind::TaskNotFound => Some(
+                "check the task id (`switchboard task list` shows yours); no task was created; --debug shows the calls",
+            ),
             ErrorKind::TaskNotCancelable => Some("the task has already ended"),
             ErrorKind::VersionNotSupported => Some("try --a2a-version 0.3 if the agent is older"),
             ErrorKind::PushNotificationNotSupported => {
