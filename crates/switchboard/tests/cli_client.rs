@@ -48,7 +48,8 @@ async fn start_with(consolidate_extra: &str, args: &[&str]) -> Server {
         &config,
         format!(
             "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\
-             {consolidate_extra}\n\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n"
+             {consolidate_extra}\n\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
+             [[agents]]\nname = \"conformance\"\nkind = \"conformance\"\n"
         ),
     )
     .unwrap();
@@ -383,6 +384,49 @@ async fn exit_statuses_are_the_documented_ones() {
     assert_eq!(out.status.code(), Some(6));
     assert_eq!(json(&out)["task"]["status"]["state"], "TASK_STATE_REJECTED");
 
+    // The conformance agent: a task that fails (6), one that waits for auth (7), and a
+    // direct reply with no task (0; one SendMessageResponse with `message`, or one
+    // JSON line under --stream).
+    let conformance = server.agent("conformance");
+    let out = cli(&[
+        "send",
+        &conformance,
+        "tck-task-failure now",
+        "--exit-status",
+    ]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(field(&stdout(&out), "State"), "failed");
+    let out = cli(&[
+        "send",
+        &conformance,
+        "tck-auth-required now",
+        "--exit-status",
+    ]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert_eq!(field(&stdout(&out), "State"), "auth-required");
+    let out = cli(&["send", &conformance, "tck-message-response hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(field(&stdout(&out), "Role"), "agent");
+    assert!(stdout(&out).contains("Message:\nDirect message response\n"));
+    let out = cli(&["send", &conformance, "tck-message-response hi", "--json"]);
+    assert_eq!(
+        json(&out)["message"]["parts"][0]["text"],
+        "Direct message response"
+    );
+    let out = cli(&[
+        "send",
+        &conformance,
+        "tck-message-response hi",
+        "--json",
+        "--stream",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let streamed = stdout(&out);
+    let lines: Vec<&str> = streamed.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line: Value = serde_json::from_str(lines[0]).unwrap();
+    assert!(line.get("message").is_some(), "{line}");
+
     // 5: --timeout before the task ends (it goes on).
     let long = (1..=40).map(|i| format!("fact {i}\n")).collect::<String>();
     let out = cli(&["send", &agent, &long, "--timeout", "300ms", "-o", "json"]);
@@ -437,6 +481,20 @@ async fn parts_keep_their_order_and_the_polling_path_waits() {
     assert_eq!(sent[1]["data"]["k"], 1, "{task}");
     assert_eq!(sent[2]["filename"], "note.txt", "{task}");
     assert_eq!(sent[2]["mediaType"], "text/x-note", "{task}");
+    // --verbose: every part with its kind, type and name, and the history.
+    let id = task["id"].as_str().unwrap();
+    let out = cli(&["get", &echo, id, "--verbose"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("History:\n[user] [text]\nfirst\n[data]\n{"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[file (inline), text/x-note, note.txt]\n[file note.txt, text/x-note, 11 bytes]"
+        ),
+        "{text}"
+    );
 
     // Every binding, by the caller's preference, and A2A 0.3 when asked for.
     for transport in [

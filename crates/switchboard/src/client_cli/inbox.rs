@@ -140,7 +140,14 @@ async fn answer(args: AnswerArgs) -> Result<u8, CliError> {
         true => out.json(&task)?,
         false => {
             let mut doc = Doc::default();
-            render::task(&mut doc, &task, false);
+            render::task(
+                &mut doc,
+                &task,
+                render::Detail {
+                    history: false,
+                    verbose: out.verbose,
+                },
+            );
             out.write(&doc.render())?;
         }
     }

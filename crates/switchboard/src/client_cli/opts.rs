@@ -24,6 +24,10 @@ pub(crate) struct OutputOpts {
     /// Same as `-o json`.
     #[arg(long)]
     pub json: bool,
+    /// Text: everything exchanged, not the concise view: the whole history, each part
+    /// with its kind, media type and name, the metadata.
+    #[arg(long)]
+    pub verbose: bool,
     /// Exit 6 when the task ended failed, canceled or rejected, and 7 when it waits for
     /// input or auth (default: 0 for any outcome the command reported, spec §11.6).
     #[arg(long)]

@@ -18,6 +18,8 @@ pub(crate) struct Out {
     pub exit_status: bool,
     /// `--stream`: JSON Lines rather than one document.
     pub streamed: bool,
+    /// `--verbose`: the full text view.
+    pub verbose: bool,
 }
 
 impl Out {
@@ -26,6 +28,7 @@ impl Out {
             format: opts.format(),
             exit_status: opts.exit_status,
             streamed,
+            verbose: opts.verbose,
         }
     }
 

@@ -83,8 +83,47 @@ fn part_text(part: &Part) -> String {
     }
 }
 
+/// How much of a task to show.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Detail {
+    /// The history (as returned: `--history N` bounds it).
+    pub history: bool,
+    /// `--verbose`: each part described, the metadata, the whole history.
+    pub verbose: bool,
+}
+
+/// A part described for `--verbose`: its kind, media type and name, then its content.
+fn part_verbose(part: &Part) -> String {
+    let kind = match &part.content {
+        PartContent::Text(_) => "text",
+        PartContent::Data(_) => "data",
+        PartContent::Raw(_) => "file (inline)",
+        PartContent::Url(_) => "file (by URL)",
+    };
+    let mut head = format!("[{kind}");
+    if let Some(media) = &part.media_type {
+        let _ = write!(head, ", {media}");
+    }
+    if let Some(name) = &part.filename {
+        let _ = write!(head, ", {name}");
+    }
+    format!("{head}]\n{}", part_text(part))
+}
+
+fn parts_for(parts: &[Part], verbose: bool) -> String {
+    match verbose {
+        true => parts
+            .iter()
+            .map(part_verbose)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        false => parts_text(parts),
+    }
+}
+
 /// The fields of a task, and its artifacts (and history when asked) as blocks.
-pub(crate) fn task(doc: &mut Doc, task: &Task, with_history: bool) {
+pub(crate) fn task(doc: &mut Doc, task: &Task, detail: Detail) {
+    let with_history = detail.history || detail.verbose;
     doc.field("Task ID", &task.id)
         .field("Context ID", &task.context_id)
         .field("State", state_name(task.status.state));
@@ -100,15 +139,24 @@ pub(crate) fn task(doc: &mut Doc, task: &Task, with_history: bool) {
     }
     for artifact in &task.artifacts {
         let name = artifact.name.as_deref().unwrap_or(&artifact.artifact_id);
-        doc.block(&format!("Artifact {name}"), &parts_text(&artifact.parts));
+        doc.block(
+            &format!("Artifact {name}"),
+            &parts_for(&artifact.parts, detail.verbose),
+        );
     }
     if with_history && !task.history.is_empty() {
         let lines: Vec<String> = task
             .history
             .iter()
-            .map(|m| format!("[{}] {}", role(m.role), parts_text(&m.parts)))
+            .map(|m| format!("[{}] {}", role(m.role), parts_for(&m.parts, detail.verbose)))
             .collect();
         doc.block("History", &lines.join("\n"));
+    }
+    if detail.verbose
+        && let Some(metadata) = &task.metadata
+    {
+        let json = serde_json::to_string_pretty(metadata).unwrap_or_default();
+        doc.block("Metadata", &json);
     }
 }
 
@@ -140,7 +188,7 @@ pub(crate) fn event(event: &StreamResponse) -> String {
     match event {
         StreamResponse::Task(t) => {
             doc.field("Event", "task");
-            task(&mut doc, t, false);
+            task(&mut doc, t, Detail::default());
         }
         StreamResponse::Message(m) => {
             doc.field("Event", "message");

@@ -262,7 +262,14 @@ fn report(
         let mut doc = render::Doc::default();
         match &response {
             SendMessageResponse::Task(task) => {
-                render::task(&mut doc, task, opts.history.is_some());
+                render::task(
+                    &mut doc,
+                    task,
+                    render::Detail {
+                        history: opts.history.is_some(),
+                        verbose: out.verbose,
+                    },
+                );
                 if let Some((label, command)) = next_command(agent, task) {
                     doc.field(label, command);
                 }

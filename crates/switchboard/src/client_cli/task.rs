@@ -143,7 +143,11 @@ fn print_task(agent: &Agent, out: &Out, task: &Task, history: bool) -> Result<()
         return out.json(task);
     }
     let mut doc = render::Doc::default();
-    render::task(&mut doc, task, history);
+    let detail = render::Detail {
+        history,
+        verbose: out.verbose,
+    };
+    render::task(&mut doc, task, detail);
     if let Some((label, command)) = send::next_command(agent, task) {
         doc.field(label, command);
     }
