@@ -521,6 +521,48 @@ async fn parts_keep_their_order_and_the_polling_path_waits() {
     let out = cli(&["-v"]);
     assert!(stdout(&out).starts_with("switchboard "), "{}", stdout(&out));
 
+    // A card file (`file://` or a path) for an agent that does not stream: the task is
+    // polled; --stream still gives JSON Lines, each a changed Task, the last completed.
+    let out = cli(&["card", &server.agent("consolidate"), "-o", "json"]);
+    let mut card = json(&out);
+    card["capabilities"]["streaming"] = Value::Bool(false);
+    let card_file = dir.path().join("card.json");
+    std::fs::write(&card_file, card.to_string()).unwrap();
+    let card_path = card_file.to_str().unwrap();
+    let out = cli(&[
+        "send",
+        "-a",
+        card_path,
+        "--stream",
+        "-o",
+        "json",
+        "--poll-interval",
+        "50ms",
+        "--text",
+        "a\nb\nc",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not stream"), "{}", stderr(&out));
+    let snapshots: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["task"].clone())
+        .collect();
+    assert!(snapshots.len() >= 2, "{snapshots:?}");
+    assert!(
+        snapshots.windows(2).all(|w| w[0] != w[1]),
+        "each line a change"
+    );
+    let last = &snapshots[snapshots.len() - 1];
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED", "{last}");
+    let file_url = format!("file://{card_path}");
+    let out = cli(&["send", "-a", &file_url, "--poll-interval", "50ms", "x\ny"]);
+    assert_eq!(
+        field(&stdout(&out), "State"),
+        "completed",
+        "{}",
+        stderr(&out)
+    );
+
     // get --wait polls (any interval) until the task ends.
     let agent = server.agent("consolidate");
     let out = cli(&["send", &agent, "--async", "-o", "json", "a\nb\nc\nd\ne"]);

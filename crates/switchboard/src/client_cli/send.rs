@@ -222,8 +222,12 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
             progress.update(event);
             emit(&out, opts.stream, event)
         };
-        let following = wait::follow(&agent, &task_id, stream, &opts.waiting, &mut sink);
-        wait::bounded(following, &opts.waiting, &task_id).await?;
+        let seen = match &first {
+            StreamResponse::Task(task) => Some(task.clone()),
+            _ => None,
+        };
+        let following = wait::follow(&agent, &task_id, stream, seen, &opts.waiting, &mut sink);
+        wait::bounded(following, &opts.waiting, &agent, &task_id).await?;
     }
     progress.finish();
     let task = agent
@@ -310,7 +314,7 @@ pub(crate) fn next_command(agent: &Agent, task: &Task) -> Option<(&'static str, 
     ))
 }
 
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     match text
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/:._-@".contains(c))

@@ -163,8 +163,8 @@ async fn get(args: GetArgs) -> Result<u8, CliError> {
             progress.update(&StreamResponse::Task(task.clone()));
             Ok(())
         };
-        let polling = wait::poll(&agent, &task_id, &args.waiting, &mut sink);
-        wait::bounded(polling, &args.waiting, &task_id).await?;
+        let polling = wait::poll(&agent, &task_id, None, &args.waiting, &mut sink);
+        wait::bounded(polling, &args.waiting, &agent, &task_id).await?;
         progress.finish();
     }
     let task = agent
@@ -219,8 +219,8 @@ async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
             (true, false) => out.write(&render::event(event)),
         }
     };
-    let following = wait::follow(&agent, &task_id, stream, &args.waiting, &mut sink);
-    wait::bounded(following, &args.waiting, &task_id).await?;
+    let following = wait::follow(&agent, &task_id, stream, None, &args.waiting, &mut sink);
+    wait::bounded(following, &args.waiting, &agent, &task_id).await?;
     progress.finish();
     let task = agent
         .transport

@@ -24,13 +24,18 @@ const PATIENCE: u32 = 10;
 /// The longest polling interval the backoff reaches (unless asked for a longer one).
 const MAX_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Runs `wait` within `--timeout`, stopping on Ctrl-C; both failures name `task_id`.
+/// Runs `wait` within `--timeout`, stopping on Ctrl-C; both failures name `task_id` and
+/// the command that follows it again.
 pub(crate) async fn bounded<T>(
     wait: impl Future<Output = Result<T, CliError>>,
     opts: &WaitOpts,
+    agent: &Agent,
     task_id: &str,
 ) -> Result<T, CliError> {
-    let resume = format!("follow it with `switchboard task get --wait {task_id}`");
+    let resume = format!(
+        "follow it with `switchboard task get -a {} --wait {task_id}`",
+        super::send::shell_quote(&agent.reference)
+    );
     let timed = async {
         match opts.timeout {
             Some(limit) => tokio::time::timeout(limit, wait).await.unwrap_or_else(|_| {
@@ -55,16 +60,18 @@ pub(crate) async fn bounded<T>(
 }
 
 /// Follows `task_id` until it ends or waits for the caller, handing each news to
-/// `sink`: the events of `stream` (a streaming send's) and later ones.
+/// `sink`: the events of `stream` (a streaming send's) and later ones; `seen` is the
+/// task as the caller already has it (not handed again while it has not changed).
 pub(crate) async fn follow(
     agent: &Agent,
     task_id: &str,
     stream: Option<EventStream>,
+    seen: Option<Task>,
     opts: &WaitOpts,
     sink: &mut dyn FnMut(&StreamResponse) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     if !agent.streams() {
-        return poll(agent, task_id, opts, &mut |task| {
+        return poll(agent, task_id, seen, opts, &mut |task| {
             sink(&StreamResponse::Task(task.clone()))
         })
         .await;
@@ -98,6 +105,7 @@ pub(crate) async fn follow(
 pub(crate) async fn poll(
     agent: &Agent,
     task_id: &str,
+    seen: Option<Task>,
     opts: &WaitOpts,
     sink: &mut dyn FnMut(&Task) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
@@ -105,7 +113,7 @@ pub(crate) async fn poll(
     let ceiling = MAX_INTERVAL.max(base);
     let mut interval = base;
     let mut unchanged = 0;
-    let mut last: Option<Task> = None;
+    let mut last = seen;
     loop {
         let task = agent
             .transport
