@@ -774,3 +774,106 @@ async fn the_switchboard_commands_agents_inbox_and_health() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["error"]["code"], "SWITCHBOARD_NOT_FOUND");
 }
+
+/// The CLI with `envs` set.
+fn cli_env(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .env_remove("A2ACLI_AGENT_CARD")
+        .env_remove("A2ACLI_BEARER")
+        .env_remove("A2ACLI_API_KEY")
+        .env_remove("A2ACLI_OUTPUT")
+        .env_remove("SWITCHBOARD_TOKEN")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn credentials_by_flag_or_environment_placed_as_the_card_says() {
+    const TOKEN: &str = "tok-alice-0123456789";
+    const KEY: &str = "k-ci-0123456789";
+    let keyed = format!(
+        "[agents.auth]\napi_keys = {{ header = \"X-Key\", keys = [{{ principal = \"ci\", key = \"{KEY}\" }}] }}"
+    );
+    let server = start_with(&keyed, &["--auth-token", &format!("alice={TOKEN}")]).await;
+    let echo = server.agent("echo");
+    let consolidate = server.agent("consolidate");
+
+    let out = cli_env(&["send", &echo, "hi", "--json"], &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    assert_eq!(
+        json(&out)["error"]["code"],
+        "A2ACLI_ERR_CREDENTIALS_MISSING"
+    );
+    let out = cli_env(
+        &[
+            "send",
+            &echo,
+            "hi",
+            "--json",
+            "--bearer",
+            "wrong-token-000000",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    assert_eq!(json(&out)["error"]["code"], "A2ACLI_ERR_AUTH_FAILED");
+
+    // The same token by flag (and its --token alias) or by either variable.
+    for (args, envs) in [
+        (vec!["--bearer", TOKEN], vec![]),
+        (vec!["--token", TOKEN], vec![]),
+        (vec![], vec![("A2ACLI_BEARER", TOKEN)]),
+        (vec![], vec![("SWITCHBOARD_TOKEN", TOKEN)]),
+    ] {
+        let out = cli_env(
+            &[&["send", &echo, "hi", "--json"][..], &args].concat(),
+            &envs,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} {envs:?}: {}",
+            stdout(&out)
+        );
+        assert_eq!(
+            json(&out)["task"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+    }
+    // An API key goes in the header the card's scheme names (X-Key).
+    let out = cli_env(&["card", &consolidate], &[]);
+    assert!(
+        stdout(&out).contains("API key in header X-Key"),
+        "{}",
+        stdout(&out)
+    );
+    let out = cli_env(
+        &["send", &consolidate, "a\nb", "--json"],
+        &[("A2ACLI_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // Never printed: not by --debug, not by --help (which names the variables).
+    let out = cli_env(
+        &["send", &echo, "hi", "--debug"],
+        &[("A2ACLI_BEARER", TOKEN)],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let logged = stderr(&out);
+    assert!(
+        logged.contains("interface chosen") && logged.contains("authorization"),
+        "{logged}"
+    );
+    assert!(
+        !logged.contains(TOKEN) && !stdout(&out).contains(TOKEN),
+        "{logged}"
+    );
+    let out = cli_env(&["send", "--help"], &[("A2ACLI_BEARER", TOKEN)]);
+    let help = stdout(&out);
+    assert!(
+        help.contains("A2ACLI_BEARER") && !help.contains(TOKEN),
+        "{help}"
+    );
+}

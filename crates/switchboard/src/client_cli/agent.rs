@@ -128,6 +128,19 @@ fn open_with_client(
     };
     let credentials = credentials(opts)?;
     let placement = credentials.placed_for(Some(&found.card));
+    // Where credentials go, by name only: their values are never logged.
+    let headers: Vec<&str> = placement.headers.iter().map(|(n, _)| n.as_str()).collect();
+    let query: Vec<&str> = placement.query.iter().map(|(n, _)| n.as_str()).collect();
+    tracing::debug!(
+        card = %found.url,
+        binding = chosen.binding.card_name(),
+        version = %chosen.version,
+        url = %chosen.url,
+        tenant = ?chosen.tenant,
+        credential_headers = ?headers,
+        credential_query = ?query,
+        "interface chosen"
+    );
     let transport = sb_client::connect(http, &chosen, placement)
         .map_err(|e| CliError::from_call(e, !credentials.is_empty()))?;
     Ok(Agent {

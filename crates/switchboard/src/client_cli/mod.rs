@@ -150,6 +150,7 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
         // does not print).
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_env_filter("sb_client=debug,switchboard=debug")
             .try_init();
     }

@@ -149,6 +149,14 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
         }),
         metadata: parts::metadata(opts.metadata.as_deref())?,
     };
+    tracing::debug!(
+        message_id = %request.message.message_id,
+        task_id = ?request.message.task_id,
+        context_id = ?request.message.context_id,
+        parts = request.message.parts.len(),
+        streaming = agent.streams() && !opts.no_wait,
+        "sending"
+    );
     if opts.no_wait {
         let response = agent
             .transport

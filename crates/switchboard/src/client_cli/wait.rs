@@ -70,6 +70,12 @@ pub(crate) async fn follow(
     opts: &WaitOpts,
     sink: &mut dyn FnMut(&StreamResponse) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
+    tracing::debug!(
+        task_id,
+        streaming = agent.streams(),
+        resumable = agent.resumes(),
+        "following"
+    );
     if !agent.streams() {
         return poll(agent, task_id, seen, opts, &mut |task| {
             sink(&StreamResponse::Task(task.clone()))
@@ -121,6 +127,7 @@ pub(crate) async fn poll(
             .await
             .map_err(|e| agent.call_error(e))?;
         let state = task.status.state;
+        tracing::debug!(task_id, state = state.as_str(), ?interval, "polled");
         if last.as_ref() == Some(&task) {
             unchanged += 1;
             if unchanged >= PATIENCE {
