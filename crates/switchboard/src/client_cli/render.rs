@@ -316,3 +316,58 @@ pub(crate) fn card(card: &AgentCard, url: &str) -> String {
     }
     doc.render()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn fields_stay_on_one_line_and_blocks_close_with_one_blank_line() {
+        let mut doc = Doc::default();
+        doc.field("State", "working\nState: forged")
+            .block("Artifact a", "- one\n\n- two\n\n")
+            .block("Artifact b", "x");
+        assert_eq!(
+            doc.render(),
+            "State: working State: forged\nArtifact a:\n- one\n- two\n\nArtifact b:\nx\n\n"
+        );
+    }
+
+    #[test]
+    fn an_agents_control_sequences_never_reach_the_terminal() {
+        let mut doc = Doc::default();
+        doc.field("Status Message", "\u{1b}[31mred\u{7}")
+            .block("Artifact a", "\u{1b}]0;title\u{7}ok\tcell");
+        let text = doc.render();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("[31mred") && text.contains("ok\tcell"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn parts_render_by_kind() {
+        let file = Part {
+            content: PartContent::Raw(vec![0; 42]),
+            metadata: None,
+            filename: Some("r.pdf".into()),
+            media_type: Some("application/pdf".into()),
+        };
+        let parts = [
+            Part::text("hello"),
+            Part::data(serde_json::json!({"k": [1]})),
+            file,
+        ];
+        assert_eq!(
+            parts_text(&parts),
+            "hello\n{\n  \"k\": [\n    1\n  ]\n}\n[file r.pdf, application/pdf, 42 bytes]"
+        );
+        assert_eq!(state_name(TaskState::InputRequired), "input-required");
+        assert_eq!(state_name(TaskState::Unspecified), "unspecified");
+    }
+}
