@@ -260,6 +260,39 @@ async fn json_output_is_the_protocol_objects() {
         "{text}"
     );
 
+    // In text, each event names its stream id; --last-event-id resumes after one.
+    let ids = |out: &Output| -> Vec<u64> {
+        stdout(out)
+            .lines()
+            .filter_map(|l| l.strip_prefix("Event ID: "))
+            .map(|id| id.parse().unwrap())
+            .collect()
+    };
+    let out = cli(&["send", &agent, "--async", "-o", "json", &long]);
+    let resumed_id = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let out = cli(&["subscribe", &agent, &resumed_id, "--stream"]);
+    let all = ids(&out);
+    assert!(all.len() > 4, "{}", stdout(&out));
+    let after = all[2].to_string();
+    let out = cli(&[
+        "subscribe",
+        &agent,
+        &resumed_id,
+        "--stream",
+        "--last-event-id",
+        &after,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(ids(&out), all[3..], "{}", stdout(&out));
+    let text = stdout(&out);
+    let last_event = text.trim_end().rsplit("\n\n").next().unwrap();
+    assert_eq!(field(last_event, "State"), "completed", "{text}");
+
+    // Subscribing to a task that ended, from the start, is the server's refusal.
+    let out = cli(&["subscribe", &agent, &resumed_id, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["code"], "UnsupportedOperationError");
+
     // list: a ListTasksResponse, filtered by state and by context.
     let out = cli(&["list", &agent, "--state", "completed", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

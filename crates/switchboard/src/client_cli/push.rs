@@ -306,7 +306,7 @@ fn print_delivery(out: &Out, delivery: &Delivery) -> Result<(), CliError> {
     head.field("Delivery", &delivery.id)
         .field("Signature", delivery.verified.name());
     let body = match &event {
-        Some(event) => render::event(event),
+        Some(event) => render::event(event, None),
         None => format!("Body:\n{}\n\n", delivery.body.trim()),
     };
     out.write(&format!("{}{body}", head.render()))

@@ -182,9 +182,13 @@ pub(crate) fn message(doc: &mut Doc, message: &Message) {
 }
 
 /// One event of a stream, in the same fields and blocks; a status event restates the
-/// task, the context and the state (spec §11.2).
-pub(crate) fn event(event: &StreamResponse) -> String {
+/// task, the context and the state (spec §11.2). `id` is the stream's event id, which
+/// `subscribe --last-event-id` resumes after.
+pub(crate) fn event(event: &StreamResponse, id: Option<&str>) -> String {
     let mut doc = Doc::default();
+    if let Some(id) = id {
+        doc.field("Event ID", id);
+    }
     match event {
         StreamResponse::Task(t) => {
             doc.field("Event", "task");

@@ -171,6 +171,7 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
             "Note: the agent does not stream (its card says so): following the task by polling"
         );
     }
+    let mut first_id = None;
     let (first, stream) = match streaming {
         true => {
             if let Some(config) = request.configuration.as_mut() {
@@ -182,7 +183,10 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
                 .await
                 .map_err(|e| agent.call_error(e))?;
             let first = match stream.next().await {
-                Some(Ok(item)) => item.event,
+                Some(Ok(item)) => {
+                    first_id = item.id;
+                    item.event
+                }
                 Some(Err(e)) => return Err(agent.call_error(e)),
                 None => {
                     return Err(CliError::internal(
@@ -207,7 +211,7 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
     };
     let task_id = match &first {
         StreamResponse::Message(message) => {
-            emit(&out, opts.stream, &first)?;
+            emit(&out, opts.stream, &first, first_id.as_deref())?;
             if !opts.stream {
                 report(
                     &agent,
@@ -222,13 +226,13 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
         StreamResponse::StatusUpdate(update) => update.task_id.clone(),
         StreamResponse::ArtifactUpdate(update) => update.task_id.clone(),
     };
-    emit(&out, opts.stream, &first)?;
+    emit(&out, opts.stream, &first, first_id.as_deref())?;
     let progress = Progress::start(!opts.stream && !out.is_json(), &task_id);
     progress.update(&first);
     if !first.ends_stream() {
-        let mut sink = |event: &StreamResponse| {
+        let mut sink = |event: &StreamResponse, id: Option<&str>| {
             progress.update(event);
-            emit(&out, opts.stream, event)
+            emit(&out, opts.stream, event, id)
         };
         let seen = match &first {
             StreamResponse::Task(task) => Some(task.clone()),
@@ -250,13 +254,18 @@ async fn turn(reference: &str, parts: Vec<Part>, opts: TurnOpts) -> Result<u8, C
 }
 
 /// One event of `--stream`: a JSON line, or its text.
-fn emit(out: &Out, streaming: bool, event: &StreamResponse) -> Result<(), CliError> {
+fn emit(
+    out: &Out,
+    streaming: bool,
+    event: &StreamResponse,
+    id: Option<&str>,
+) -> Result<(), CliError> {
     if !streaming {
         return Ok(());
     }
     match out.is_json() {
         true => out.json(event),
-        false => out.write(&render::event(event)),
+        false => out.write(&render::event(event, id)),
     }
 }
 

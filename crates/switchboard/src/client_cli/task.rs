@@ -211,12 +211,12 @@ async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
         }
     };
     let progress = Progress::start(!args.stream && !out.is_json(), &task_id);
-    let mut sink = |event: &StreamResponse| {
+    let mut sink = |event: &StreamResponse, id: Option<&str>| {
         progress.update(event);
         match (args.stream, out.is_json()) {
             (false, _) => Ok(()),
             (true, true) => out.json(event),
-            (true, false) => out.write(&render::event(event)),
+            (true, false) => out.write(&render::event(event, id)),
         }
     };
     let following = wait::follow(&agent, &task_id, stream, None, &args.waiting, &mut sink);

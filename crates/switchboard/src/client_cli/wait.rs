@@ -24,6 +24,10 @@ const PATIENCE: u32 = 10;
 /// The longest polling interval the backoff reaches (unless asked for a longer one).
 const MAX_INTERVAL: Duration = Duration::from_secs(30);
 
+/// Takes each event of a followed task, with its stream id when it has one.
+pub(crate) type EventSink<'a> =
+    dyn FnMut(&StreamResponse, Option<&str>) -> Result<(), CliError> + 'a;
+
 /// Runs `wait` within `--timeout`, stopping on Ctrl-C; both failures name `task_id` and
 /// the command that follows it again.
 pub(crate) async fn bounded<T>(
@@ -68,7 +72,7 @@ pub(crate) async fn follow(
     stream: Option<EventStream>,
     seen: Option<Task>,
     opts: &WaitOpts,
-    sink: &mut dyn FnMut(&StreamResponse) -> Result<(), CliError>,
+    sink: &mut EventSink<'_>,
 ) -> Result<(), CliError> {
     tracing::debug!(
         task_id,
@@ -78,7 +82,7 @@ pub(crate) async fn follow(
     );
     if !agent.streams() {
         return poll(agent, task_id, seen, opts, &mut |task| {
-            sink(&StreamResponse::Task(task.clone()))
+            sink(&StreamResponse::Task(task.clone()), None)
         })
         .await;
     }
@@ -97,7 +101,8 @@ pub(crate) async fn follow(
             FollowError::Lost(error) => agent.call_error(error),
             FollowError::Stalled(_) => CliError::timeout(format!("no news of task {task_id}")),
         })?;
-        sink(&event)?;
+        // The id of the stream's last event (what `--last-event-id` resumes after).
+        sink(&event, follower.last_event_id())?;
         if event.ends_stream() {
             break;
         }
