@@ -8,7 +8,10 @@
 //!   transport; `error`: failures, their codes and exit statuses; `output`, `render`:
 //!   the JSON and text formats; `progress`: the spinner on a terminal.
 //! - `card`, `send` (and `answer`), `task` (get, cancel, list, subscribe), `wait`: how
-//!   a task is followed; `parts`: message parts from the command line.
+//!   a task is followed; `parts`: message parts from the command line; `push`: push
+//!   configs and the local webhook receiver.
+//! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
+//!   `registry_agents` (`agents`), `inbox`, `fleet_health` (`health URL`).
 
 mod agent;
 mod card;
