@@ -21,8 +21,20 @@ ensure_redis() {
   redis-server --version
 }
 
+ensure_tmux() {
+  echo "== tmux (the CLI's progress display is checked in a real terminal: cli_terminal.rs)"
+  if ! command -v tmux >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    # Best effort: without it the terminal test says it skipped.
+    { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; } || echo "tmux could not be installed"
+  fi
+  tmux -V || true
+}
+
 if [ "${1:-}" = "--quick" ]; then
   ensure_redis
+  ensure_tmux
   # Every test target of the binary's crate but the clusters' (processes, Redis, kill -9).
   targets=()
   for t in crates/switchboard/tests/*.rs; do
@@ -39,6 +51,7 @@ cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 ensure_redis
+ensure_tmux
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
@@ -102,6 +115,9 @@ done
 
 echo "== sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
 cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+
+echo "== the switchboard CLI against the official Python SDK server directly (the same upstream)"
+cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's

@@ -1,11 +1,12 @@
-//! The command line: `switchboard serve` (the default), `switchboard worker` and
-//! `switchboard health`.
+//! The command line: `switchboard serve` (the default), `switchboard worker`,
+//! `switchboard health`, and the A2A client commands (`card`, `send`, `task`, …:
+//! [`crate::client_cli`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use crate::config::{self, Overrides};
@@ -14,13 +15,32 @@ use crate::serve::serve;
 /// `EX_USAGE`: the configuration or the command line is wrong.
 const EXIT_USAGE: u8 = 64;
 
+/// The exit statuses of the client commands (docs/cli.md); stable.
+const EXIT_STATUSES: &str = "\
+Exit statuses of the client commands (card, send, answer, task, push, agents, inbox):
+  0  success: the command did its job, whatever the task's outcome (named on stderr)
+  1  failure: a protocol error (its A2A name, e.g. TaskNotFoundError) or an unusable card
+  2  usage: invalid arguments or flags
+  3  the agent or its card could not be reached or found
+  4  authentication: credentials missing or rejected
+  5  timeout: --timeout expired before the task ended
+  6  with --exit-status: the task ended failed, canceled or rejected
+  7  with --exit-status: the task waits for input or auth
+  130 interrupted (Ctrl-C) while waiting; the task goes on
+`serve` and `worker` exit 64 on a bad configuration.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
     version,
-    about = "A horizontally scalable runtime for the A2A protocol"
+    about = "A horizontally scalable runtime for the A2A protocol, and a client for any A2A agent",
+    after_help = EXIT_STATUSES,
+    disable_version_flag = true
 )]
 struct Cli {
+    /// Print the version (`-v`, as the a2a-cli specification spells it, and `-V`).
+    #[arg(short = 'v', short_alias = 'V', long, action = clap::ArgAction::Version)]
+    version: Option<bool>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -31,15 +51,35 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Run the configured agents as a remote worker of the task-state service.
     Worker(WorkerArgs),
-    /// Exit 0 if a switchboard answers `GET /healthz` at ADDR (for container health
-    /// checks, where no curl exists).
-    Health {
-        #[arg(default_value = "127.0.0.1:8080")]
-        addr: std::net::SocketAddr,
+    /// `health ADDR` (host:port): exit 0 if a switchboard answers `GET /healthz` there
+    /// (for container health checks, where no curl exists). `health URL` (http://…):
+    /// the fleet's health table (`GET /fleet/health`).
+    Health(HealthArgs),
+    #[command(flatten)]
+    Client(Box<crate::client_cli::ClientCommand>),
+    /// Print a shell completion script: `switchboard completion bash > /etc/bash_completion.d/switchboard`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Serve the fleet's agents as MCP tools (`A2A_<agent>`) on stdin/stdout, for an
     /// MCP client that starts this command.
     Mcp(crate::mcp::McpArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HealthArgs {
+    /// ADDR (`host:port`) for the container check, or a Switchboard's URL for the table.
+    #[arg(default_value = "127.0.0.1:8080", value_name = "ADDR_OR_URL")]
+    target: String,
+    /// With a URL: one window only (`1h` or `24h`).
+    #[arg(long)]
+    window: Option<String>,
+    /// With a URL: the admin token (every agent) or a caller's credential.
+    #[arg(long, env = "SWITCHBOARD_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(flatten)]
+    output: crate::client_cli::OutputOpts,
 }
 
 #[derive(Debug, clap::Args)]
@@ -77,10 +117,58 @@ struct ServeArgs {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) => {
+            if error.use_stderr()
+                && let Some(code) =
+                    crate::client_cli::usage_error_as_json(&args, &error.to_string())
+            {
+                return code;
+            }
+            error.exit()
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let args = match cli.command {
+        Some(Command::Client(command)) => {
+            let own = matches.subcommand().map(|(_, m)| m);
+            return crate::client_cli::run(*command, own);
+        }
         Some(Command::Serve(args)) => *args,
-        Some(Command::Health { addr }) => return health(addr),
+        Some(Command::Health(args)) => {
+            if args.target.starts_with("http://") || args.target.starts_with("https://") {
+                return crate::client_cli::fleet_health(
+                    args.target,
+                    args.token,
+                    args.output,
+                    args.window,
+                );
+            }
+            return match args.target.parse() {
+                Ok(addr) => health(addr),
+                Err(_) => {
+                    eprintln!(
+                        "switchboard: {:?} is neither host:port nor an http(s) URL",
+                        args.target
+                    );
+                    ExitCode::from(crate::client_cli::exit::USAGE)
+                }
+            };
+        }
+        Some(Command::Completion { shell }) => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "switchboard",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
         Some(Command::Worker(args)) => return worker(args),
         Some(Command::Mcp(args)) => return crate::mcp::run(args),
         None => ServeArgs::default_from_env(),
@@ -248,4 +336,16 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     drop(ctrl_c.await);
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the whole command tree (unique flags, valid defaults) only here, or
+    /// when a subcommand is first parsed.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -2,7 +2,8 @@
 //! services. `main.rs` only calls [`main`]; tests drive [`serve`] directly.
 //!
 //! # Layout
-//! - [`cli`]: the command line (`serve`, `worker`, `health`), logging and signals.
+//! - [`cli`]: the command line (`serve`, `worker`, `health`), logging and signals;
+//!   `client_cli`: the A2A client commands (`card`, `send`, `task`, …; docs/cli.md).
 //! - [`config`]: the configuration tree and its pure loader.
 //! - [`serve`]: the all-in-one deployment (the default), running until shutdown;
 //!   [`Switchboard`] runs it inside a program of your own, with agents written in Rust.
@@ -26,6 +27,7 @@ mod backend;
 mod bridges;
 mod ceremonies;
 pub mod cli;
+mod client_cli;
 pub mod config;
 mod fleet;
 mod http;

@@ -1,0 +1,212 @@
+//! The client commands of `switchboard`: an A2A command-line client for any agent
+//! (Switchboard's or anyone's), following the a2a-cli specification's command surface,
+//! output contract and exit codes (docs/cli.md), built on `sb-client` (discovery,
+//! interface choice, credentials, the calls of every binding, following a task).
+//!
+//! # Layout
+//! - `opts`: the shared options; `agent`: reference → card → chosen interface →
+//!   transport; `error`: failures, their codes and exit statuses; `output`, `render`:
+//!   the JSON and text formats; `progress`: the spinner on a terminal.
+//! - `card`, `send` (and `answer`), `task` (get, cancel, list, subscribe), `wait`: how
+//!   a task is followed; `parts`: message parts from the command line; `push`: push
+//!   configs and the local webhook receiver.
+//! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
+//!   `registry_agents` (`agents`), `inbox`, `fleet_health` (`health URL`).
+
+mod agent;
+mod card;
+mod error;
+mod fleet_health;
+mod inbox;
+mod opts;
+mod output;
+mod parts;
+mod progress;
+mod push;
+mod registry_agents;
+mod render;
+mod send;
+mod switchboard_api;
+mod task;
+mod wait;
+
+use std::process::ExitCode;
+
+use clap::{ArgMatches, Subcommand};
+
+use error::CliError;
+pub(crate) use error::exit;
+pub(crate) use opts::OutputOpts;
+
+/// The client commands, flattened into the binary's own.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ClientCommand {
+    /// Fetch, check and show an agent's card (`card AGENT` or `card get AGENT`).
+    Card(card::CardCommand),
+    /// Send a message: `send AGENT TEXT` or `send -a AGENT --text TEXT`; waits until the
+    /// task ends or waits for you unless --async; --stream prints its events.
+    Send(send::SendArgs),
+    /// Answer a task waiting for input: `answer AGENT TASK_ID TEXT`.
+    Answer(send::AnswerArgs),
+    /// Task operations: get, cancel, list, subscribe.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+    /// Same as `task get`.
+    Get(task::GetArgs),
+    /// Same as `task cancel`.
+    Cancel(task::TaskArgs),
+    /// Same as `task list`.
+    List(task::ListArgs),
+    /// Same as `task subscribe`.
+    Subscribe(task::SubscribeArgs),
+    /// Push notifications: a task's configs (create, get, list, delete) and a local
+    /// receiver that prints deliveries and checks their signatures.
+    #[command(subcommand)]
+    Push(push::PushCommand),
+    /// A Switchboard's agents: list and search its registry, register from a TOML or
+    /// JSON file, remove.
+    #[command(subcommand)]
+    Agents(registry_agents::AgentsCommand),
+    /// A Switchboard's tasks waiting for a person (list; `inbox answer TASK_ID TEXT`).
+    Inbox(inbox::InboxCommand),
+}
+
+impl ClientCommand {
+    /// The output options (to print a failure in the right format), whether the output
+    /// is streamed, and `--debug`.
+    fn settings(&self) -> (Option<&opts::OutputOpts>, bool, bool) {
+        use task::TaskCommand as T;
+        match self {
+            ClientCommand::Card(c) => {
+                let args = match &c.sub {
+                    Some(card::CardSub::Get(args)) => args,
+                    None => &c.args,
+                };
+                (Some(&args.output), false, args.agent.debug)
+            }
+            ClientCommand::Send(args) => turn_settings(&args.turn),
+            ClientCommand::Answer(args) => turn_settings(&args.turn),
+            ClientCommand::Task(T::Get(args)) | ClientCommand::Get(args) => {
+                (Some(&args.task.output), false, args.task.agent.debug)
+            }
+            ClientCommand::Task(T::Cancel(args)) | ClientCommand::Cancel(args) => {
+                (Some(&args.output), false, args.agent.debug)
+            }
+            ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
+                (Some(&args.output), false, args.agent.debug)
+            }
+            ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => {
+                (Some(&args.task.output), args.stream, args.task.agent.debug)
+            }
+            ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
+            ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
+            ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
+        }
+    }
+}
+
+fn turn_settings(turn: &send::TurnOpts) -> (Option<&opts::OutputOpts>, bool, bool) {
+    (Some(&turn.output), turn.stream, turn.agent.debug)
+}
+
+fn push_settings(command: &push::PushCommand) -> (Option<&opts::OutputOpts>, bool, bool) {
+    match command {
+        push::PushCommand::Create(args) => {
+            (Some(&args.target.output), false, args.target.agent.debug)
+        }
+        push::PushCommand::Get(args)
+        | push::PushCommand::List(args)
+        | push::PushCommand::Delete(args) => (Some(&args.output), false, args.agent.debug),
+        push::PushCommand::Receive(args) => (Some(&args.output), true, false),
+    }
+}
+
+/// `health URL`: the fleet table of the Switchboard at `url`.
+pub(crate) fn fleet_health(
+    url: String,
+    token: Option<String>,
+    output: opts::OutputOpts,
+    window: Option<String>,
+) -> ExitCode {
+    let format = output.format();
+    let api = switchboard_api::ApiOpts { url, token, output };
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal(format!("cannot start the runtime: {e}")))
+        .and_then(|runtime| runtime.block_on(fleet_health::run(api, window)));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            error.print(format, false);
+            ExitCode::from(error.exit)
+        }
+    }
+}
+
+/// Runs a client command; `matches` are its own (the order of message parts).
+pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitCode {
+    let (output, streamed, debug) = command.settings();
+    let format = output.map_or(opts::Format::Text, opts::OutputOpts::format);
+    if debug {
+        // sb-client's own logs; it never logs credentials (they travel in headers it
+        // does not print).
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_env_filter("sb_client=debug,switchboard=debug")
+            .try_init();
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            CliError::internal(format!("cannot start the runtime: {e}")).print(format, streamed);
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match command {
+            ClientCommand::Card(c) => card::run(c).await,
+            ClientCommand::Send(args) => send::send(args, matches).await,
+            ClientCommand::Answer(args) => send::answer(args).await,
+            ClientCommand::Task(c) => task::run(c).await,
+            ClientCommand::Get(args) => task::run(task::TaskCommand::Get(args)).await,
+            ClientCommand::Cancel(args) => task::run(task::TaskCommand::Cancel(args)).await,
+            ClientCommand::List(args) => task::run(task::TaskCommand::List(args)).await,
+            ClientCommand::Subscribe(args) => task::run(task::TaskCommand::Subscribe(args)).await,
+            ClientCommand::Push(command) => push::run(command).await,
+            ClientCommand::Agents(command) => registry_agents::run(command).await,
+            ClientCommand::Inbox(command) => inbox::run(command).await,
+        }
+    });
+    // Background work (a stream drained to its end) is not waited for.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            error.print(format, streamed);
+            ExitCode::from(error.exit)
+        }
+    }
+}
+
+/// A usage error clap found, printed as the error envelope when the command line asked
+/// for JSON (spec §11.4); `None` when clap should print it itself.
+pub(crate) fn usage_error_as_json(args: &[String], message: &str) -> Option<ExitCode> {
+    let json = args
+        .windows(2)
+        .any(|w| matches!(w[0].as_str(), "-o" | "--output") && w[1] == "json")
+        || args
+            .iter()
+            .any(|a| matches!(a.as_str(), "--json" | "-ojson" | "--output=json"));
+    if !json {
+        return None;
+    }
+    let first_line = message.lines().next().unwrap_or(message);
+    let message = first_line.trim_start_matches("error: ").to_owned();
+    CliError::usage(message).print(opts::Format::Json, false);
+    Some(ExitCode::from(exit::USAGE))
+}
