@@ -248,10 +248,11 @@ async fn worker_killed_mid_task_fails_or_reassigns_by_policy() {
     for (agent, id) in ["slow-fail", "slow-reassign"].iter().zip(&ids) {
         wait_for(&base, agent, id, 20, |t| state(t) == "TASK_STATE_WORKING").await;
     }
-    // The scaling signals, summed over the task-state replicas.
+    // The scaling signals, summed over the task-state replicas: the worker, and each
+    // of the two gateways' sessions for the routing agent.
     assert_eq!(
         metric_sum(&cluster, "tasks", "switchboard_workers_attached ").await,
-        1
+        3
     );
     assert_eq!(
         metric_sum(&cluster, "tasks", "switchboard_worker_leases ").await,

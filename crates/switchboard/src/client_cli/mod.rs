@@ -11,10 +11,11 @@
 //!   a task is followed; `parts`: message parts from the command line; `push`: push
 //!   configs and the local webhook receiver.
 //! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
-//!   `registry_agents` (`agents`), `inbox`, `fleet_health` (`health URL`).
+//!   `registry_agents` (`agents`), `inbox`, `ceremonies`, `fleet_health` (`health URL`).
 
 mod agent;
 mod card;
+mod ceremonies;
 mod error;
 mod fleet_health;
 mod inbox;
@@ -69,6 +70,10 @@ pub(crate) enum ClientCommand {
     Agents(registry_agents::AgentsCommand),
     /// A Switchboard's tasks waiting for a person (list; `inbox answer TASK_ID TEXT`).
     Inbox(inbox::InboxCommand),
+    /// A Switchboard's scheduled invocations: list, create from a file, run now, runs,
+    /// pause, resume, delete (`X-API-Key`: --api-key, or the admin --token).
+    #[command(subcommand)]
+    Ceremonies(ceremonies::CeremoniesCommand),
 }
 
 impl ClientCommand {
@@ -101,6 +106,7 @@ impl ClientCommand {
             ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
             ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
             ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
+            ClientCommand::Ceremonies(c) => (Some(&c.key().api.output), false, false),
         }
     }
 }
@@ -180,6 +186,7 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::Push(command) => push::run(command).await,
             ClientCommand::Agents(command) => registry_agents::run(command).await,
             ClientCommand::Inbox(command) => inbox::run(command).await,
+            ClientCommand::Ceremonies(command) => ceremonies::run(command).await,
         }
     });
     // Background work (a stream drained to its end) is not waited for.

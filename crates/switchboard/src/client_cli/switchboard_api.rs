@@ -1,5 +1,5 @@
-//! Calls of Switchboard's own HTTP APIs (the registry, `/fleet/*`), for `agents`,
-//! `inbox` and `health URL`: the base URL and the (admin or caller's) token, and the
+//! Calls of Switchboard's own HTTP APIs (the registry, `/fleet/*`, `/api/ceremonies`),
+//! for `agents`, `inbox`, `ceremonies` and `health URL`: the base URL and the (admin or caller's) token, and the
 //! error body those APIs answer with (`{"error": {code, status, message, field}}`)
 //! turned into the CLI's failures: `SWITCHBOARD_<STATUS>` codes (a vendor prefix, spec
 //! §11.4), 401/403 as exit 4, an unreachable server as exit 3.
@@ -41,10 +41,24 @@ impl ApiOpts {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, CliError> {
+        self.call_with_headers(method, path, body, &[]).await
+    }
+
+    /// [`ApiOpts::call`] with `headers` besides the token (an API's own key header).
+    pub(crate) async fn call_with_headers(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<Value, CliError> {
         let url = self.endpoint(path);
         let mut request = reqwest::Client::new().request(method, &url);
         if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
             request = request.bearer_auth(token);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         if let Some(body) = body {
             request = request.json(body);
