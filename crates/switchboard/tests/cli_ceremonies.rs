@@ -5,47 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
 #[path = "support/ceremonies.rs"]
 mod ceremonies;
+#[path = "support/cli.rs"]
+mod cli_support;
 #[path = "support/process.rs"]
 mod process;
 
 use ceremonies::{ADMIN, PEN_KEY, QUINN_KEY};
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .env_remove("SWITCHBOARD_TOKEN")
-        .env_remove("SWITCHBOARD_API_KEY")
-        .env_remove("SWITCHBOARD_URL")
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
-}
-
-/// The value of the first `Label: value` line.
-fn field(text: &str, label: &str) -> String {
-    let prefix = format!("{label}: ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {label} in {text}"))
-        .to_owned()
-}
+use cli_support::{cli, field, json, stderr, stdout};
 
 #[tokio::test]
 async fn ceremonies_are_listed_created_fired_paused_and_deleted_with_the_right_keys() {

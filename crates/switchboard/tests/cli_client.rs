@@ -9,8 +9,12 @@ use std::process::{Child, Command, Output};
 
 use serde_json::Value;
 
+#[path = "support/cli.rs"]
+mod cli_support;
 #[path = "support/process.rs"]
 mod process;
+
+use cli_support::{cli, cli_env, field, json, stderr, stdout};
 
 const STORY: &str = "the user is vegetarian\nthe user ordered a steak\nthe user likes cats";
 
@@ -63,40 +67,6 @@ async fn start_with(consolidate_extra: &str, args: &[&str]) -> Server {
         child,
         _dir: dir,
     }
-}
-
-/// The CLI with `args`, without any `A2ACLI_*`/`SWITCHBOARD_TOKEN` of the caller's.
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .env_remove("A2ACLI_AGENT_CARD")
-        .env_remove("A2ACLI_BEARER")
-        .env_remove("A2ACLI_OUTPUT")
-        .env_remove("SWITCHBOARD_TOKEN")
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The value of the first `Label: value` line.
-fn field(text: &str, label: &str) -> String {
-    let prefix = format!("{label}: ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {label:?} in:\n{text}"))
-        .to_owned()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", stdout(out)))
 }
 
 #[tokio::test]
@@ -806,20 +776,6 @@ async fn the_switchboard_commands_agents_inbox_and_health() {
     let out = cli(&[&["agents", "remove", "memo", "--json"][..], &url, &admin].concat());
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["error"]["code"], "SWITCHBOARD_NOT_FOUND");
-}
-
-/// The CLI with `envs` set.
-fn cli_env(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .env_remove("A2ACLI_AGENT_CARD")
-        .env_remove("A2ACLI_BEARER")
-        .env_remove("A2ACLI_API_KEY")
-        .env_remove("A2ACLI_OUTPUT")
-        .env_remove("SWITCHBOARD_TOKEN")
-        .envs(envs.iter().copied())
-        .output()
-        .unwrap()
 }
 
 #[tokio::test]

@@ -11,10 +11,15 @@
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+
+#[path = "support/cli.rs"]
+mod cli_support;
+
+use cli_support::{cli, field, json, stdout};
 
 struct Upstream {
     child: Child,
@@ -71,31 +76,6 @@ async fn python_consolidate() -> Upstream {
     panic!("the Python upstream did not answer at {card} within 30 s");
 }
 
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .env_remove("A2ACLI_AGENT_CARD")
-        .env_remove("A2ACLI_OUTPUT")
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn field(text: &str, label: &str) -> String {
-    let prefix = format!("{label}: ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {label:?} in:\n{text}"))
-        .to_owned()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
-}
-
 #[tokio::test]
 #[ignore = "needs the upstream venv (tests/interop/bridged.sh installs it)"]
 async fn the_cli_drives_the_story_on_the_python_sdk_server() {
@@ -109,7 +89,7 @@ async fn the_cli_drives_the_story_on_the_python_sdk_server() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(field(&text(&out), "Streaming"), "yes");
+    assert_eq!(field(&stdout(&out), "Streaming"), "yes");
 
     for transport in ["JSONRPC", "HTTP+JSON"] {
         let story = "the user is vegetarian\nthe user ordered a steak";
@@ -120,7 +100,7 @@ async fn the_cli_drives_the_story_on_the_python_sdk_server() {
             "{transport}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let shown = text(&out);
+        let shown = stdout(&out);
         assert_eq!(field(&shown, "State"), "input-required", "{transport}");
         let task_id = field(&shown, "Task ID");
         assert!(field(&shown, "Resume").contains(&format!("--task-id {task_id}")));
@@ -139,7 +119,7 @@ async fn the_cli_drives_the_story_on_the_python_sdk_server() {
             "{transport}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(field(&text(&out), "State"), "completed", "{transport}");
+        assert_eq!(field(&stdout(&out), "State"), "completed", "{transport}");
 
         let out = cli(&[
             "task",
@@ -169,7 +149,7 @@ async fn the_cli_drives_the_story_on_the_python_sdk_server() {
     // A streamed send: JSON Lines, the task first, the completion last.
     let out = cli(&["send", agent, "a\nb", "--stream", "-o", "json"]);
     assert_eq!(out.status.code(), Some(0));
-    let lines: Vec<Value> = text(&out)
+    let lines: Vec<Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
