@@ -120,12 +120,13 @@ echo "== the switchboard CLI against the official Python SDK server directly (th
 cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
-# "N passed", node's "ℹ pass N" / "ℹ fail N", the Python worker's and the README tour's
-# "N passed, M failed".
+# "N passed" (interop and MCP), node's "ℹ pass N" / "ℹ fail N", the Python worker's and
+# the README tour's "N passed, M failed".
 python3 - <<'PY'
 import re
 cargo = open("target/cargo-test.log").read()
 interop = open("target/interop.log").read()
+mcp = open("target/mcp.log").read() + open("target/mcp-split.log").read()
 worker = open("target/python-worker.log").read() + open("target/readme-tour.log").read()
 passed = sum(int(n) for n in re.findall(r"test result: \w+\. (\d+) passed", cargo))
 failed = sum(int(n) for n in re.findall(r"(\d+) failed;", cargo))
@@ -133,6 +134,9 @@ passed += sum(int(n) for n in re.findall(r"=+ (\d+) passed", interop))
 failed += sum(int(n) for n in re.findall(r"=+ .*?(\d+) failed", interop))
 passed += sum(int(n) for n in re.findall(r"^ℹ pass (\d+)", interop, re.M))
 failed += sum(int(n) for n in re.findall(r"^ℹ fail (\d+)", interop, re.M))
+# The MCP suite runs pytest -q: "N passed in …", "M failed, N passed in …".
+passed += sum(int(n) for n in re.findall(r"(\d+) passed in", mcp))
+failed += sum(int(n) for n in re.findall(r"(\d+) failed[,\s]", mcp))
 for n, m in re.findall(r"(?:python-worker|readme-tour): (\d+) passed, (\d+) failed", worker):
     passed, failed = passed + int(n), failed + int(m)
 print(f"{passed} passed, {failed} failed")

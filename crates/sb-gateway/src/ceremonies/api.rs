@@ -5,8 +5,9 @@
 //! a file's ceremony here. Errors are the registry API's body, with the field when a
 //! definition is refused.
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use sb_fleet::ceremonies::book::{self, BookError, Caller, Entry};
@@ -18,36 +19,64 @@ use serde_json::json;
 
 use super::{Ceremonies, firing, keys};
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    sb_registry::http::error(status, message, None)
-}
+/// Why a call was not carried out, as the answer it gets (boxed: a `Response` is large
+/// beside the handlers' `Ok` values).
+pub(super) struct Refusal(Box<Response>);
 
-/// A refusal of the book as an HTTP answer.
-fn refused(e: BookError) -> Response {
-    let message = e.to_string();
-    match e {
-        BookError::Invalid(invalid) => {
-            sb_registry::http::error(StatusCode::BAD_REQUEST, message, Some(invalid.field))
-        }
-        BookError::NotFound(_) => error(StatusCode::NOT_FOUND, message),
-        BookError::Forbidden(_) => error(StatusCode::FORBIDDEN, message),
-        BookError::Conflict(_) => error(StatusCode::CONFLICT, message),
-        BookError::Unavailable(_) => error(StatusCode::SERVICE_UNAVAILABLE, message),
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        *self.0
     }
 }
 
-fn caller(ceremonies: &Ceremonies, headers: &HeaderMap) -> Result<Caller, Box<Response>> {
-    let fleet = ceremonies.state.registry.fleet();
-    keys::caller(ceremonies.admin_token.as_deref(), &fleet, headers)
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self(Box::new(sb_registry::http::error(status, message, None)))
+    }
+}
+
+impl From<BookError> for Refusal {
+    fn from(e: BookError) -> Self {
+        let message = e.to_string();
+        match e {
+            BookError::Invalid(invalid) => Self(Box::new(sb_registry::http::error(
+                StatusCode::BAD_REQUEST,
+                message,
+                Some(invalid.field),
+            ))),
+            BookError::NotFound(_) => Self::new(StatusCode::NOT_FOUND, message),
+            BookError::Forbidden(_) => Self::new(StatusCode::FORBIDDEN, message),
+            BookError::Conflict(_) => Self::new(StatusCode::CONFLICT, message),
+            BookError::Unavailable(_) => Self::new(StatusCode::SERVICE_UNAVAILABLE, message),
+        }
+    }
+}
+
+/// The caller, by the key its request carries ([`keys::caller`]); every handler takes
+/// one, so no call goes unauthenticated.
+pub(super) struct Who(Caller);
+
+impl FromRequestParts<Ceremonies> for Who {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ceremonies: &Ceremonies,
+    ) -> Result<Self, Self::Rejection> {
+        let fleet = ceremonies.state.registry.fleet();
+        keys::caller(ceremonies.admin_token.as_deref(), &fleet, &parts.headers)
+            .map(Who)
+            .map_err(Refusal)
+    }
 }
 
 /// The JSON body as `T`, or a 400 saying what is wrong with it.
-fn body<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, Box<Response>> {
+fn body<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, Refusal> {
     serde_json::from_slice(bytes).map_err(|e| {
-        Box::new(error(
+        Refusal::new(
             StatusCode::BAD_REQUEST,
             format!("the body must be {what} as JSON: {e}"),
-        ))
+        )
     })
 }
 
@@ -78,143 +107,97 @@ fn listed<'a>(entry: &'a Entry, last: Option<&'a Run>) -> Listed<'a> {
 }
 
 /// The runs of `id`, newest first; a store failure as a 503.
-async fn runs_of(ceremonies: &Ceremonies, id: &str) -> Result<Vec<Run>, Box<Response>> {
+async fn runs_of(ceremonies: &Ceremonies, id: &str) -> Result<Vec<Run>, Refusal> {
     runs::list(&*ceremonies.store, id)
         .await
-        .map_err(|e| Box::new(refused(BookError::Unavailable(e))))
+        .map_err(|e| BookError::Unavailable(e).into())
 }
 
 /// The ceremony `id` in force; 400 for a bad id, 404 for none.
-async fn entry(ceremonies: &Ceremonies, id: &str) -> Result<Entry, Box<Response>> {
-    check_id(id).map_err(|e| Box::new(refused(e.into())))?;
+async fn entry(ceremonies: &Ceremonies, id: &str) -> Result<Entry, Refusal> {
+    check_id(id).map_err(BookError::from)?;
     let files = ceremonies.files();
-    let mut all = book::all(&files, &*ceremonies.store)
-        .await
-        .map_err(|e| Box::new(refused(e)))?;
+    let mut all = book::all(&files, &*ceremonies.store).await?;
     all.remove(id)
-        .ok_or_else(|| Box::new(refused(BookError::NotFound(format!("no ceremony {id}")))))
+        .ok_or_else(|| BookError::NotFound(format!("no ceremony {id}")).into())
 }
 
 /// `GET /api/ceremonies`: every ceremony in force with its last run.
-pub(super) async fn list(State(ceremonies): State<Ceremonies>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = caller(&ceremonies, &headers) {
-        return *refusal;
-    }
+pub(super) async fn list(
+    State(ceremonies): State<Ceremonies>,
+    _: Who,
+) -> Result<Response, Refusal> {
     let files = ceremonies.files();
-    let all = match book::all(&files, &*ceremonies.store).await {
-        Ok(all) => all,
-        Err(e) => return refused(e),
-    };
+    let all = book::all(&files, &*ceremonies.store).await?;
     let mut lasts = Vec::new();
     for id in all.keys() {
-        match runs_of(&ceremonies, id).await {
-            Ok(mut runs) => lasts.push((!runs.is_empty()).then(|| runs.remove(0))),
-            Err(refusal) => return *refusal,
-        }
+        let mut runs = runs_of(&ceremonies, id).await?;
+        lasts.push((!runs.is_empty()).then(|| runs.remove(0)));
     }
     let shown: Vec<Listed<'_>> = all
         .values()
         .zip(&lasts)
         .map(|(entry, last)| listed(entry, last.as_ref()))
         .collect();
-    axum::Json(json!({ "ceremonies": shown })).into_response()
+    Ok(axum::Json(json!({ "ceremonies": shown })).into_response())
 }
 
 /// `GET /api/ceremonies/{id}`.
 pub(super) async fn one(
     State(ceremonies): State<Ceremonies>,
+    _: Who,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(refusal) = caller(&ceremonies, &headers) {
-        return *refusal;
-    }
-    let entry = match entry(&ceremonies, &id).await {
-        Ok(entry) => entry,
-        Err(refusal) => return *refusal,
-    };
-    match runs_of(&ceremonies, &id).await {
-        Ok(runs) => axum::Json(listed(&entry, runs.first())).into_response(),
-        Err(refusal) => *refusal,
-    }
+) -> Result<Response, Refusal> {
+    let entry = entry(&ceremonies, &id).await?;
+    let runs = runs_of(&ceremonies, &id).await?;
+    Ok(axum::Json(listed(&entry, runs.first())).into_response())
 }
 
 /// `GET /api/ceremonies/{id}/runs`: its runs (the last 100), newest first.
 pub(super) async fn runs(
     State(ceremonies): State<Ceremonies>,
+    _: Who,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(refusal) = caller(&ceremonies, &headers) {
-        return *refusal;
-    }
-    if let Err(refusal) = entry(&ceremonies, &id).await {
-        return *refusal;
-    }
-    match runs_of(&ceremonies, &id).await {
-        Ok(runs) => axum::Json(json!({ "runs": runs })).into_response(),
-        Err(refusal) => *refusal,
-    }
+) -> Result<Response, Refusal> {
+    entry(&ceremonies, &id).await?;
+    let runs = runs_of(&ceremonies, &id).await?;
+    Ok(axum::Json(json!({ "runs": runs })).into_response())
 }
 
 /// `POST /api/ceremonies/create`: 201 with the ceremony as kept.
 pub(super) async fn create(
     State(ceremonies): State<Ceremonies>,
-    headers: HeaderMap,
+    Who(who): Who,
     bytes: axum::body::Bytes,
-) -> Response {
-    let who = match caller(&ceremonies, &headers) {
-        Ok(who) => who,
-        Err(refusal) => return *refusal,
-    };
-    let ceremony: Ceremony = match body(&bytes, "a ceremony") {
-        Ok(ceremony) => ceremony,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, Refusal> {
+    let ceremony: Ceremony = body(&bytes, "a ceremony")?;
     let files = ceremonies.files();
-    match book::create(&files, &*ceremonies.store, &who, ceremony).await {
-        Ok(made) => (StatusCode::CREATED, axum::Json(made)).into_response(),
-        Err(e) => refused(e),
-    }
+    let made = book::create(&files, &*ceremonies.store, &who, ceremony).await?;
+    Ok((StatusCode::CREATED, axum::Json(made)).into_response())
 }
 
 /// `POST /api/ceremonies/{id}/update`: only the fields the body carries change.
 pub(super) async fn update(
     State(ceremonies): State<Ceremonies>,
+    Who(who): Who,
     Path(id): Path<String>,
-    headers: HeaderMap,
     bytes: axum::body::Bytes,
-) -> Response {
-    let who = match caller(&ceremonies, &headers) {
-        Ok(who) => who,
-        Err(refusal) => return *refusal,
-    };
-    let change: CeremonyUpdate = match body(&bytes, "the fields to change") {
-        Ok(change) => change,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, Refusal> {
+    let change: CeremonyUpdate = body(&bytes, "the fields to change")?;
     let files = ceremonies.files();
-    match book::update(&files, &*ceremonies.store, &who, &id, change).await {
-        Ok(updated) => axum::Json(updated).into_response(),
-        Err(e) => refused(e),
-    }
+    let updated = book::update(&files, &*ceremonies.store, &who, &id, change).await?;
+    Ok(axum::Json(updated).into_response())
 }
 
 /// `POST /api/ceremonies/{id}/delete`.
 pub(super) async fn delete(
     State(ceremonies): State<Ceremonies>,
+    Who(who): Who,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let who = match caller(&ceremonies, &headers) {
-        Ok(who) => who,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, Refusal> {
     let files = ceremonies.files();
-    match book::delete(&files, &*ceremonies.store, &who, &id).await {
-        Ok(()) => axum::Json(json!({ "deleted": id })).into_response(),
-        Err(e) => refused(e),
-    }
+    book::delete(&files, &*ceremonies.store, &who, &id).await?;
+    Ok(axum::Json(json!({ "deleted": id })).into_response())
 }
 
 /// `POST /api/ceremonies/{id}/run`: fires it now, whatever its schedule (paused too),
@@ -222,17 +205,10 @@ pub(super) async fn delete(
 /// ceremony: the admin key).
 pub(super) async fn run_now(
     State(ceremonies): State<Ceremonies>,
+    Who(who): Who,
     Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let who = match caller(&ceremonies, &headers) {
-        Ok(who) => who,
-        Err(refusal) => return *refusal,
-    };
-    let entry = match entry(&ceremonies, &id).await {
-        Ok(entry) => entry,
-        Err(refusal) => return *refusal,
-    };
+) -> Result<Response, Refusal> {
+    let entry = entry(&ceremonies, &id).await?;
     if let Caller::Agent(agent) = &who
         && entry.ceremony.created_by.as_deref() != Some(agent.as_str())
     {
@@ -241,15 +217,15 @@ pub(super) async fn run_now(
             (Some(owner), false) => owner.clone(),
             (None, false) => "the admin".to_owned(),
         };
-        return error(
+        return Err(Refusal::new(
             StatusCode::FORBIDDEN,
             format!(
                 "ceremony {id} belongs to {owner}: only its creator's key or the admin key may fire it"
             ),
-        );
+        ));
     }
     let run = firing::fire(&ceremonies, &entry.ceremony, Utc::now(), Trigger::Manual).await;
-    axum::Json(json!({ "run": run })).into_response()
+    Ok(axum::Json(json!({ "run": run })).into_response())
 }
 
 #[cfg(test)]
@@ -260,7 +236,7 @@ mod tests {
 
     #[test]
     fn each_refusal_has_its_status() {
-        let status = |e: BookError| refused(e).status().as_u16();
+        let status = |e: BookError| Refusal::from(e).into_response().status().as_u16();
         let Err(bad_id) = check_id("has space") else {
             panic!("a space is not in an id");
         };
