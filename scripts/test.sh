@@ -134,9 +134,10 @@ passed += sum(int(n) for n in re.findall(r"=+ (\d+) passed", interop))
 failed += sum(int(n) for n in re.findall(r"=+ .*?(\d+) failed", interop))
 passed += sum(int(n) for n in re.findall(r"^ℹ pass (\d+)", interop, re.M))
 failed += sum(int(n) for n in re.findall(r"^ℹ fail (\d+)", interop, re.M))
-# The MCP suite runs pytest -q: "N passed in …", "M failed, N passed in …".
-passed += sum(int(n) for n in re.findall(r"(\d+) passed in", mcp))
-failed += sum(int(n) for n in re.findall(r"(\d+) failed[,\s]", mcp))
+# The MCP suite runs pytest -q, whose last line reads "M failed, N passed, K skipped in 7.69s".
+for summary in re.findall(r"^.*\d+ (?:passed|failed).* in [\d.]+s", mcp, re.M):
+    passed += sum(int(n) for n in re.findall(r"(\d+) passed", summary))
+    failed += sum(int(n) for n in re.findall(r"(\d+) failed", summary))
 for n, m in re.findall(r"(?:python-worker|readme-tour): (\d+) passed, (\d+) failed", worker):
     passed, failed = passed + int(n), failed + int(m)
 print(f"{passed} passed, {failed} failed")

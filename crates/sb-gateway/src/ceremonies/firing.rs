@@ -12,7 +12,7 @@
 //! marks it notified first.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use sb_fleet::ceremonies::book::{self, Entry};
@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Ceremonies;
+use super::outage::Outage;
 use crate::ops;
 use crate::ops::Sent;
 
@@ -42,6 +43,7 @@ pub fn owner_of(ceremony_id: &str) -> String {
 
 pub(super) async fn run(ceremonies: Ceremonies, stop: CancellationToken) {
     let mut looks: u64 = 0;
+    let mut outage = Outage::default();
     loop {
         tokio::select! {
             () = tokio::time::sleep(LOOK_EVERY) => {}
@@ -49,9 +51,12 @@ pub(super) async fn run(ceremonies: Ceremonies, stop: CancellationToken) {
         }
         let files = ceremonies.files();
         let all = match book::all(&files, &*ceremonies.store).await {
-            Ok(all) => all,
+            Ok(all) => {
+                Outage::log(outage.succeeded(Instant::now()), None);
+                all
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "could not read the ceremonies; trying again");
+                Outage::log(outage.failed(Instant::now()), Some(&e));
                 continue;
             }
         };

@@ -1,12 +1,14 @@
 //! Ceremonies (the fleet guide's scheduled invocations) on every gateway: the API the
 //! guide describes at `/api/ceremonies` (`api`), who is calling it ([`keys`]), and the
-//! loop that fires them (`firing`), all over the fleet layer's [`FleetStore`] — the
+//! loop that fires them (`firing`, which reports a store it cannot read through
+//! `outage`), all over the fleet layer's [`FleetStore`] — the
 //! backend's in the all-in-one, the task-state service's over gRPC in the split
 //! deployment — so every replica sees the same ceremonies, claims and runs.
 
 mod api;
 mod firing;
 pub mod keys;
+mod outage;
 
 use std::sync::Arc;
 
