@@ -1,4 +1,5 @@
-//! The gateway's Prometheus metrics: requests by operation and outcome, open streams.
+//! The gateway's Prometheus metrics: requests by operation and outcome, open streams,
+//! ceremonies' firings.
 //!
 //! Handlers tag their responses with what they did ([`Tagged`]); the dispatcher counts
 //! once per request from the tags, so no handler path can forget to.
@@ -21,10 +22,22 @@ pub struct RequestLabels {
     pub outcome: Cow<'static, str>,
 }
 
+/// A ceremony's firing, by what set it off and how many of its targets got a task (not
+/// by ceremony: any agent with a key may create ceremonies, and a label per id would let
+/// it grow the series without bound).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FiringLabels {
+    /// `schedule`, `manual` or `missed` (due while no gateway was up, past the grace).
+    pub trigger: &'static str,
+    /// `sent` (every target), `partly_sent`, `not_sent`, or `missed`.
+    pub outcome: &'static str,
+}
+
 #[derive(Debug, Default)]
 pub struct GatewayMetrics {
     requests: Family<RequestLabels, Counter>,
     pub open_streams: Gauge,
+    pub ceremony_firings: Family<FiringLabels, Counter>,
 }
 
 /// What a handler did, attached to its response for the dispatcher to count. Names,
@@ -47,6 +60,11 @@ impl GatewayMetrics {
             "switchboard_open_streams",
             "SSE streams open on this node",
             self.open_streams.clone(),
+        );
+        registry.register(
+            "switchboard_ceremony_firings",
+            "Ceremonies' firings on this node, by trigger and how many targets got a task",
+            self.ceremony_firings.clone(),
         );
     }
 

@@ -1,7 +1,8 @@
 //! Ceremonies of the all-in-one over real HTTP: the API's ownership and `enabled` rules
 //! with agents' own keys and the admin key, the guide's bad-id message, a file's
 //! ceremony kept out of the API's reach, firing now (the task on its target, with the
-//! skill hint; the run's tasks and outcomes; the signed notice), and a file dropped into
+//! skill hint; the run's tasks and outcomes; the signed notice; the firing counted in
+//! `/metrics`), and a file dropped into
 //! the directory firing on its schedule without a restart.
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
@@ -250,6 +251,18 @@ async fn run_fires_now_and_the_run_keeps_each_tasks_outcome_and_is_announced_sig
     assert!(
         tasks[1]["error"].as_str().unwrap().contains("ghost"),
         "the other target still fired: {run}"
+    );
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            r#"switchboard_ceremony_firings_total{trigger="manual",outcome="partly_sent"} 1"#
+        ),
+        "one of two targets got a task: {metrics}"
     );
 
     // The task is on quinn, sent as any inbound call with the guide's skill hint.

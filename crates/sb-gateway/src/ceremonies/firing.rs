@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Ceremonies;
 use super::outage::Outage;
+use crate::metrics::FiringLabels;
 use crate::ops;
 use crate::ops::Sent;
 
@@ -99,6 +100,7 @@ async fn look(ceremonies: &Ceremonies, ceremony: &Ceremony) {
                     tasks: Vec::new(),
                     notified: false,
                 };
+                count(ceremonies, &run);
                 keep(ceremonies, &run).await;
                 notify(ceremonies, ceremony, &run).await;
             }
@@ -126,11 +128,31 @@ pub(super) async fn fire(
         notified: false,
     };
     tracing::info!(ceremony = %ceremony.id, scheduled_for = %at, ?trigger, "ceremony fired");
+    count(ceremonies, &run);
     keep(ceremonies, &run).await;
     if run.is_over() {
         notify(ceremonies, ceremony, &run).await;
     }
     run
+}
+
+/// Counts `run` in `switchboard_ceremony_firings`.
+fn count(ceremonies: &Ceremonies, run: &Run) {
+    let trigger = match run.trigger {
+        Trigger::Schedule => "schedule",
+        Trigger::Manual => "manual",
+        Trigger::Missed => "missed",
+    };
+    let sent = run.tasks.iter().filter(|task| task.error.is_none()).count();
+    let outcome = match (run.trigger, sent) {
+        (Trigger::Missed, _) => "missed",
+        (_, 0) => "not_sent",
+        (_, sent) if sent == run.tasks.len() => "sent",
+        _ => "partly_sent",
+    };
+    let labels = FiringLabels { trigger, outcome };
+    let firings = &ceremonies.state.metrics.ceremony_firings;
+    firings.get_or_create(&labels).inc();
 }
 
 async fn keep(ceremonies: &Ceremonies, run: &Run) {
