@@ -76,6 +76,9 @@ fn invalid(field: &'static str, message: impl Into<String>) -> Invalid {
     }
 }
 
+/// Ids a new ceremony may not take: `/api/ceremonies/{id}` would be another route.
+const RESERVED_IDS: [&str; 1] = ["create"];
+
 /// Whether `id` follows [`ID_RULE`].
 pub fn check_id(id: &str) -> Result<(), Invalid> {
     let ok = !id.is_empty()
@@ -119,6 +122,15 @@ impl Ceremony {
     /// Checks everything a definition must be; the first problem found.
     pub fn check(&self) -> Result<(), Invalid> {
         check_id(&self.id)?;
+        if RESERVED_IDS.contains(&self.id.as_str()) {
+            return Err(invalid(
+                "id",
+                format!(
+                    "{:?} is a path of the API itself (/api/ceremonies/{}): choose another id",
+                    self.id, self.id
+                ),
+            ));
+        }
         if self.name.trim().is_empty() {
             return Err(invalid("name", "must not be empty"));
         }
@@ -248,6 +260,21 @@ mod tests {
         for id in ["my-agent.hourly-sweep", "a_b", "Q1"] {
             assert_eq!(check_id(id), Ok(()), "{id}");
         }
+    }
+
+    #[test]
+    fn an_id_that_is_a_path_of_the_api_is_refused() {
+        let Ok(mut ceremony) = serde_json::from_value::<Ceremony>(serde_json::json!({
+            "id": "create", "name": "Create", "schedule": "0 9 * * *",
+            "skill": "qa_report", "targets": ["quinn"]
+        })) else {
+            panic!("a ceremony");
+        };
+        let refused = ceremony.check().unwrap_err();
+        assert_eq!(refused.field, "id");
+        assert!(refused.message.contains("choose another id"), "{refused}");
+        ceremony.id = "created".into();
+        assert_eq!(ceremony.check(), Ok(()));
     }
 
     #[test]
