@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness
 
+#[path = "support/metrics.rs"]
+mod metrics;
 #[path = "support/process.rs"]
 mod process;
 
@@ -61,12 +63,7 @@ fn bridged(base: &str) -> String {
 
 /// Calls of `operation` the Switchboard at `base` answered, by its metrics.
 async fn upstream_calls(base: &str, operation: &str) -> u64 {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics::text(base).await;
     let label = format!("operation=\"{operation}\"");
     text.lines()
         .filter(|l| l.starts_with("switchboard_requests_total{") && l.contains(&label))
@@ -445,16 +442,12 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
         note.contains("skills added") && note.contains("bench.v2"),
         "{note}"
     );
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains("switchboard_bridge_card_drift_total{agent=\"bridged\"} 1"),
-        "{metrics}"
+    let text = metrics::text(&base).await;
+    let drift = metrics::value(
+        &text,
+        r#"switchboard_bridge_card_drift_total{agent="bridged"}"#,
     );
+    assert_eq!(drift, 1.0, "{text}");
 }
 
 /// `bench/peers/run-{name}.sh` (an official SDK server running the bench agent's
@@ -566,18 +559,12 @@ async fn an_upstream_that_does_not_stream_is_followed_by_its_push_notifications(
     let link = &done["metadata"]["switchboard.bridge"];
     assert_eq!(link["followedBy"], "push", "{done}");
     assert_eq!(link["outcome"], "completed", "{done}");
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let received: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("switchboard_bridge_pushes_total{outcome=\"received\"} "))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(received >= 3, "pushes received: {received}\n{metrics}");
+    let text = metrics::text(&base).await;
+    let received = metrics::value(
+        &text,
+        r#"switchboard_bridge_pushes_total{outcome="received"}"#,
+    );
+    assert!(received >= 3.0, "pushes received: {received}\n{text}");
     // A notification without the task's token wakes nothing.
     let forged = reqwest::Client::new()
         .post(format!("{base}/bridge/push/unknown"))

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 #[path = "support/ceremonies.rs"]
 mod ceremonies;
+#[path = "support/metrics.rs"]
+mod metrics;
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/webhook_receiver.rs"]
@@ -252,17 +254,12 @@ async fn run_fires_now_and_the_run_keeps_each_tasks_outcome_and_is_announced_sig
         tasks[1]["error"].as_str().unwrap().contains("ghost"),
         "the other target still fired: {run}"
     );
-    let metrics = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(
-            r#"switchboard_ceremony_firings_total{trigger="manual",outcome="partly_sent"} 1"#
-        ),
-        "one of two targets got a task: {metrics}"
+    let text = metrics::text(base).await;
+    let firings = r#"switchboard_ceremony_firings_total{trigger="manual",outcome="partly_sent"}"#;
+    assert_eq!(
+        metrics::value(&text, firings),
+        1.0,
+        "one of two targets got a task: {text}"
     );
 
     // The task is on quinn, sent as any inbound call with the guide's skill hint.
