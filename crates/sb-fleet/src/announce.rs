@@ -8,17 +8,15 @@
 //! next start (its own or another replica's), and two replicas never post the same one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sb_protocol::{Message, TaskState};
-use sb_store::backoff::Backoff;
 use sb_store::{FleetStore, TaskRecord};
-use sb_webhooks::post::{Attempted, post_until_done, signed_headers};
-use sb_webhooks::ssrf::AddressPolicy;
 use serde::{Deserialize, Serialize};
 
 use sb_store::fleet::now_ms;
+
+use crate::notice_post::{NoticePoster, PosterSettings};
 
 /// Where pending notices are kept.
 const PENDING: &str = "inbox-notices";
@@ -80,12 +78,8 @@ impl Notice {
 /// The notification webhook and how to post to it.
 #[derive(Clone)]
 pub struct Announcer {
-    client: reqwest::Client,
     url: String,
-    secret: Arc<[u8]>,
-    token: Option<String>,
-    retry_delays: Arc<[Duration]>,
-    policy: Arc<AddressPolicy>,
+    poster: NoticePoster,
     store: Arc<dyn FleetStore>,
     /// Who claims notices: this process.
     holder: String,
@@ -93,37 +87,22 @@ pub struct Announcer {
 
 impl std::fmt::Debug for Announcer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the URL's path or the secret: they may be credentials.
+        // Never the URL's path: it may be a credential.
         f.debug_struct("Announcer").finish_non_exhaustive()
     }
 }
 
-/// What an [`Announcer`] is made from.
-#[derive(Clone, Debug)]
-pub struct AnnouncerSettings {
-    pub url: String,
-    pub secret: Vec<u8>,
-    pub token: Option<String>,
-    pub retry_delays: Vec<Duration>,
-    pub attempt_timeout: Duration,
-    pub policy: Arc<AddressPolicy>,
-}
-
 impl Announcer {
+    /// Announces to `url`, posting as `poster` says (signed: the inbox requires a
+    /// secret), keeping pending notices in `store`.
     pub fn new(
-        settings: AnnouncerSettings,
+        url: String,
+        poster: PosterSettings,
         store: Arc<dyn FleetStore>,
     ) -> Result<Announcer, String> {
-        let client =
-            sb_webhooks::post::webhook_client(settings.policy.clone(), settings.attempt_timeout)
-                .map_err(|e| format!("the inbox webhook's HTTP client: {e}"))?;
         Ok(Announcer {
-            client,
-            url: settings.url,
-            secret: settings.secret.into(),
-            token: settings.token,
-            retry_delays: settings.retry_delays.into(),
-            policy: settings.policy,
+            url,
+            poster: NoticePoster::new("inbox notice", poster)?,
             store,
             holder: format!("{}-{}", std::process::id(), sb_protocol::new_id()),
         })
@@ -177,48 +156,11 @@ impl Announcer {
                 return;
             }
         }
-        let target = match self.policy.check_url(&self.url) {
-            Ok(target) => target,
-            Err(reason) => {
-                tracing::error!(
-                    reason,
-                    "the inbox webhook's address is not allowed (webhook_allow); notice dropped"
-                );
-                let _ = self.store.doc_remove(PENDING, &id).await;
-                return;
-            }
-        };
         let Ok(body) = serde_json::to_vec(&notice) else {
             return;
         };
-        let body = bytes::Bytes::from(body);
-        let token = self.token.as_deref();
-        let posted = post_until_done(
-            &self.client,
-            target,
-            body.clone(),
-            Backoff::listed(self.retry_delays.clone()),
-            |now| {
-                let mut headers = signed_headers(&id, now, &body, Some(&self.secret))?;
-                if let Some(token) = token {
-                    let value = sb_webhooks::post::header_value(&format!("Bearer {token}"))?;
-                    headers.insert(reqwest::header::AUTHORIZATION, value);
-                }
-                Ok(headers)
-            },
-            |report| match report.outcome {
-                Attempted::Delivered => {
-                    tracing::info!(task_id = %notice.task_id, attempt = report.attempt, "inbox notice delivered")
-                }
-                Attempted::Refused(reason) | Attempted::Failed(reason) => {
-                    tracing::info!(task_id = %notice.task_id, attempt = report.attempt, %reason, "inbox notice attempt failed")
-                }
-            },
-        )
-        .await;
-        if let Err(failure) = posted {
-            tracing::error!(task_id = %notice.task_id, attempts = failure.attempts, reason = %failure.reason, "inbox notice not delivered; given up");
-        }
+        // Delivered, refused or given up, it is dealt with: not posted again.
+        self.poster.post(&self.url, &id, body.into()).await;
         if let Err(e) = self.store.doc_remove(PENDING, &id).await {
             tracing::warn!(error = %e, "could not drop a posted inbox notice");
         }
@@ -228,8 +170,10 @@ impl Announcer {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
+    use std::time::Duration;
 
     use sb_store::MemoryStore;
+    use sb_webhooks::ssrf::AddressPolicy;
 
     use super::*;
 
@@ -297,15 +241,14 @@ mod tests {
     }
 
     fn announcer(url: &str, store: Arc<dyn FleetStore>) -> Announcer {
-        let settings = AnnouncerSettings {
-            url: url.to_owned(),
-            secret: b"a-secret-of-at-least-16".to_vec(),
+        let settings = PosterSettings {
+            secret: Some(b"a-secret-of-at-least-16".to_vec()),
             token: None,
             retry_delays: vec![Duration::from_millis(10)],
             attempt_timeout: Duration::from_secs(2),
             policy: Arc::new(AddressPolicy::parse("127.0.0.1/32").unwrap()),
         };
-        Announcer::new(settings, store).unwrap()
+        Announcer::new(url.to_owned(), settings, store).unwrap()
     }
 
     fn notice(task_id: &str) -> Notice {

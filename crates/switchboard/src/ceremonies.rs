@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sb_fleet::ceremonies::files::{self, Loaded};
-use sb_fleet::ceremonies::notify::{Notifier, NotifierSettings};
+use sb_fleet::ceremonies::notify::Notifier;
 use sb_fleet::ceremonies::schedule::Scheduler;
 use sb_gateway::AppState;
 use sb_gateway::ceremonies::Ceremonies;
 use sb_store::FleetStore;
-use sb_webhooks::signing::parse_secret;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -37,17 +36,8 @@ pub(crate) fn routes(
             "ceremony run notices will be posted unsigned: set [fleet.ceremonies] webhook_secret (or [fleet.inbox] webhook_secret) to sign them"
         );
     }
-    let notifier = Notifier::new(NotifierSettings {
-        secret: secret
-            .map(parse_secret)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
-        token: settings.webhook_token.clone(),
-        retry_delays: wiring::webhook_retry_delays(config),
-        attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
-        policy: wiring::webhook_policy(config)?,
-    })
-    .map_err(anyhow::Error::msg)?;
+    let poster = wiring::notice_poster(config, secret, settings.webhook_token.clone())?;
+    let notifier = Notifier::new(poster).map_err(anyhow::Error::msg)?;
     let ceremonies = Ceremonies {
         state,
         store,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use sb_fleet::{
-    Announcer, AnnouncerSettings, FleetMetrics, FleetService, FleetTransitions, OutcomeRecorder,
+    Announcer, FleetMetrics, FleetService, FleetTransitions, OutcomeRecorder, PosterSettings,
     WaitingIndex,
 };
 use sb_gateway::auth::Authenticators;
@@ -94,16 +94,30 @@ fn inbox_announcer(config: &Config, backend: &Backend) -> anyhow::Result<Option<
     let (Some(url), Some(secret)) = (&inbox.webhook_url, &inbox.webhook_secret) else {
         return Ok(None);
     };
-    let settings = AnnouncerSettings {
-        url: url.clone(),
-        secret: parse_secret(secret).map_err(anyhow::Error::msg)?,
-        token: inbox.webhook_token.clone(),
+    let poster = notice_poster(config, Some(secret), inbox.webhook_token.clone())?;
+    let announcer =
+        Announcer::new(url.clone(), poster, backend.fleet.clone()).map_err(anyhow::Error::msg)?;
+    Ok(Some(announcer))
+}
+
+/// How the fleet layer's notices are posted: signed with `secret` when there is one,
+/// with `token` as the receiver's bearer, on the webhooks' retries, attempt timeout and
+/// address policy.
+pub(crate) fn notice_poster(
+    config: &Config,
+    secret: Option<&str>,
+    token: Option<String>,
+) -> anyhow::Result<PosterSettings> {
+    Ok(PosterSettings {
+        secret: secret
+            .map(parse_secret)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        token,
         retry_delays: webhook_retry_delays(config),
         attempt_timeout: Duration::from_millis(config.webhook_timeout_ms),
         policy: webhook_policy(config)?,
-    };
-    let announcer = Announcer::new(settings, backend.fleet.clone()).map_err(anyhow::Error::msg)?;
-    Ok(Some(announcer))
+    })
 }
 
 /// The fleet's endpoints (`/fleet/*`) over `service`.
