@@ -15,11 +15,15 @@
 //!   where the list comes from (the registry followed in process, or polled over
 //!   HTTP), each change announced to the clients.
 //! - [`call`]: one tool call: its arguments checked, the message sent, the task waited
-//!   for, the answer shaped for the LLM.
+//!   for.
+//! - [`answer`]: the answers shaped as the guide for LLMs describes them.
+//! - [`question`]: an agent's question as an MCP form.
 //! - [`server`]: [`FleetTools`], the MCP server handler, and the two transports.
 
+pub mod answer;
 pub mod call;
 pub mod catalog;
+pub mod question;
 pub mod server;
 
 pub use catalog::{Catalog, CatalogFeed};

@@ -21,8 +21,10 @@ use sb_client::Credentials;
 use sb_protocol::card::SecurityScheme;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{Ask, Caller, Refusal, Session, call};
+use crate::answer::{task_answer, tool_result};
+use crate::call::{Ask, Caller, Outcome, Refusal, Session, call};
 use crate::catalog::{AgentTool, CatalogFeed};
+use crate::question::Reply;
 
 /// How the server behaves.
 #[derive(Clone, Debug)]
@@ -33,16 +35,6 @@ pub struct Settings {
 
 /// Longest a person is given to answer an agent's question put through the client.
 const ANSWER_WAIT: Duration = Duration::from_secs(600);
-
-/// What the person at the client is asked for: the answer to an agent's question.
-#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct Reply {
-    /// Your answer to the agent's question.
-    answer: String,
-}
-
-rmcp::elicit_safe!(Reply);
 
 /// Asks through `peer`, when its client takes form elicitations.
 fn asker(peer: &Peer<RoleServer>) -> Option<Box<Ask>> {
@@ -167,21 +159,17 @@ impl ServerHandler for FleetTools {
         };
         let caller = self.caller_for(tool, &context);
         let ask = asker(&context.peer);
-        let result = match call(
+        let outcome = call(
             tool,
             request.arguments,
             &caller,
             &self.session,
             ask.as_deref(),
         )
-        .await
-        {
-            Ok(answer) => {
-                let text = answer.to_string();
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(answer);
-                result
-            }
+        .await;
+        let result = match outcome {
+            Ok(Outcome::Done(answer)) => tool_result(answer),
+            Ok(Outcome::Working(task)) => tool_result(task_answer(&task)),
             Err(Refusal(reason)) => CallToolResult::error(vec![ContentBlock::text(reason)]),
         };
         Ok(result.into())
