@@ -6,7 +6,8 @@
 //! to the person at the client when the client can be asked (MCP elicitation), and
 //! their answer sent on; else it is the LLM's to answer. The answer is the object the
 //! guide for LLMs describes ([`crate::answer`]); a task still at work when the wait ends
-//! comes back as such ([`Outcome::Working`]), for the server to answer `working`.
+//! comes back as such ([`Outcome::Working`]), for the server to answer `working` or to
+//! hand over as an MCP task ([`crate::tasks`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
