@@ -8,10 +8,12 @@ the old `working` answer.
 The SDK has no tasks client: `Tasks` below is one, on its extension interface (it
 advertises the extension and claims `resultType: task`, which the SDK activates on the
 2026-07-28 protocol it negotiates with `server/discover`), and tasks/* are sent as
-plain requests."""
+plain requests. A client that declares the extension at initialize (handshake era) is
+driven in raw JSON-RPC over streamable HTTP, which the SDK cannot do (see RawSession)."""
 
 import asyncio
 import contextlib
+import json
 import os
 from typing import Any, Literal
 
@@ -265,17 +267,58 @@ async def test_a_client_without_the_extension_gets_the_working_answer(transport)
         assert refused.value.code == -32021, refused.value
 
 
-async def test_the_task_endpoints_answer_raw_json_rpc_too():
-    """The wire itself, as the SEP shows it, without the SDK (streamable HTTP)."""
-    meta = {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientInfo': {'name': 'raw', 'version': '1'},
-        'io.modelcontextprotocol/clientCapabilities': {'extensions': {TASKS: {}}},
-    }
-    headers = {'Accept': 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28',
-               'Mcp-Method': 'tasks/get', 'Mcp-Name': 'echo:1:none'}
-    body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tasks/get', 'params': {'taskId': 'echo:1:none', '_meta': meta}}
-    async with httpx.AsyncClient(timeout=10) as http:
-        response = await http.post(f'{URL}/mcp', json=body, headers=headers)
-    text = response.text
-    assert '"code":-32602' in text.replace(' ', '') and 'has no task' in text, text
+class RawSession:
+    """A handshake-era (initialize) session over streamable HTTP, in raw JSON-RPC: the SDK
+    drops a claim-bearing extension from its initialize capabilities and validates a
+    handshake-era tools/call result as a CallToolResult, so it cannot take a task there."""
+
+    def __init__(self, http: httpx.AsyncClient):
+        self.http, self.session_id, self.next_id = http, None, 0
+
+    def headers(self) -> dict:
+        headers = {'Accept': 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25'}
+        if self.session_id:
+            headers['Mcp-Session-Id'] = self.session_id
+        return headers
+
+    async def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        headers = self.headers()
+        body = {'jsonrpc': '2.0', 'id': self.next_id, 'method': method, 'params': params}
+        response = await self.http.post(f'{URL}/mcp', json=body, headers=headers)
+        assert response.status_code == 200, response.text
+        self.session_id = response.headers.get('mcp-session-id', self.session_id)
+        for line in response.text.splitlines():
+            if line.startswith('data:') and line[5:].strip():
+                message = json.loads(line[5:])
+                if message.get('id') == self.next_id:
+                    return message
+        raise AssertionError(f'no answer to {method}: {response.text}')
+
+    async def initialized(self):
+        body = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
+        response = await self.http.post(f'{URL}/mcp', json=body, headers=self.headers())
+        assert response.status_code == 202, response.text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not HTTP_WAIT, reason='the server\'s [mcp] wait_secs is unknown (MCP_WAIT_SECS; run.sh sets it)')
+async def test_a_client_that_declared_the_extension_at_initialize_gets_tasks_too():
+    async with httpx.AsyncClient(timeout=30) as http:
+        raw = RawSession(http)
+        init = await raw.request('initialize', {
+            'protocolVersion': '2025-11-25',
+            'capabilities': {'extensions': {TASKS: {}}},
+            'clientInfo': {'name': 'raw', 'version': '1'},
+        })
+        assert TASKS in init['result']['capabilities']['extensions'], init
+        await raw.initialized()
+        call = await raw.request('tools/call', {'name': 'A2A_conformance', 'arguments': {'text': 'keep at it'}})
+        created = call['result']
+        assert created['resultType'] == 'task' and created['status'] == 'working', created
+        got = await raw.request('tasks/get', {'taskId': created['taskId']})
+        assert got['result']['resultType'] == 'complete' and got['result']['status'] == 'working', got
+        cancelled = await raw.request('tasks/cancel', {'taskId': created['taskId']})
+        assert cancelled['result'] == {'resultType': 'complete'}, cancelled
+        unknown = await raw.request('tasks/get', {'taskId': 'echo:1:none'})
+        assert unknown['error']['code'] == -32602 and 'has no task' in unknown['error']['message'], unknown
