@@ -5,6 +5,10 @@
 #   tests/mcp/run.sh                      # starts its own all-in-one (admin token set)
 #   SWITCHBOARD_URL=http://… tests/mcp/run.sh [pytest args]   # against a running one
 #
+# Against a running one, MCP_WAIT_SECS=<its [mcp] wait_secs, under 5> also runs the MCP
+# tasks tests over its /mcp (they need work that outlasts the wait); stdio runs them
+# anyway, with its own wait.
+#
 # SWITCHBOARD_BIN defaults to target/debug/switchboard. The packages go to a venv in the
 # cache dir, reinstalled only when requirements.txt changes.
 set -uo pipefail
@@ -24,9 +28,13 @@ if [ -z "${SWITCHBOARD_URL:-}" ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   export SWITCHBOARD_ADMIN_TOKEN="mcp-suite-admin-token-0123456789"
   export GUARDED_TOKEN="mcp-suite-guarded-token-0123456789"
+  # Short enough for the MCP tasks tests' long work (5 s and more) to outlast it.
+  export MCP_WAIT_SECS=3
   config="$(mktemp "${TMPDIR:-/tmp}/switchboard-mcp.XXXXXX.toml")"
   # The default agents, and one that takes only its own bearer token.
   cat > "$config" <<TOML
+[mcp]
+wait_secs = $MCP_WAIT_SECS
 [[agents]]
 name = "echo"
 kind = "echo"

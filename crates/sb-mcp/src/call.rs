@@ -5,9 +5,12 @@
 //! `working` come back only when the agent takes longer than that. A question is put
 //! to the person at the client when the client can be asked (MCP elicitation), and
 //! their answer sent on; else it is the LLM's to answer. The answer is the object the
-//! guide for LLMs describes.
+//! guide for LLMs describes ([`crate::answer`]); a task still at work when the wait ends
+//! comes back as such ([`Outcome::Working`]), for the server to answer `working` or to
+//! hand over as an MCP task ([`crate::tasks`]).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -16,12 +19,11 @@ use rmcp::model::JsonObject;
 use sb_client::interface::{Preferences, choose};
 use sb_client::{CallError, Credentials, Transport, connect};
 use sb_protocol::requests::{ListTasksRequest, SendMessageRequest};
-use sb_protocol::{
-    Artifact, Message, Part, PartContent, Role, SendMessageResponse, Task, TaskState, new_id,
-};
+use sb_protocol::{Message, Part, Role, SendMessageResponse, Task, TaskState, new_id};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::answer::{message_answer, task_answer};
 use crate::catalog::AgentTool;
 
 /// The arguments of every agent's tool.
@@ -56,6 +58,15 @@ pub struct Caller {
     pub wait: Duration,
 }
 
+/// What a call came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The guide's answer object: a message, or a task that ended or asks something.
+    Done(Value),
+    /// The task, still submitted or working when the wait ended.
+    Working(Box<Task>),
+}
+
 /// Puts an agent's question to the person at the client; their answer, or `None` when
 /// they declined or cannot be asked.
 pub type Ask = dyn Fn(String) -> BoxFuture<'static, Option<String>> + Send + Sync;
@@ -67,14 +78,50 @@ const MOST_ASKED: usize = 5;
 const POLL_FIRST: Duration = Duration::from_millis(100);
 const POLL_MOST: Duration = Duration::from_secs(1);
 
-/// Calls `tool`'s agent with `arguments`; the guide's answer object.
+/// The transport to `tool`'s agent, carrying `caller`'s credentials.
+pub fn transport_to(tool: &AgentTool, caller: &Caller) -> Result<Arc<dyn Transport>, Refusal> {
+    let agent = &tool.agent;
+    let chosen = choose(&tool.card, &Preferences::default()).ok_or_else(|| {
+        Refusal(format!(
+            "agent {agent} offers no interface this server can call"
+        ))
+    })?;
+    let placement = caller.credentials.placed_for(Some(&tool.card));
+    connect(caller.http.clone(), &chosen, placement)
+        .map_err(|e| Refusal(format!("agent {agent} cannot be called: {e}")))
+}
+
+/// Sends `text` to `task` as the answer to its question, without waiting.
+pub async fn answer_task(
+    transport: &dyn Transport,
+    task: &Task,
+    text: String,
+) -> Result<SendMessageResponse, CallError> {
+    let reply = Message {
+        message_id: new_id(),
+        context_id: Some(task.context_id.clone()),
+        task_id: Some(task.id.clone()),
+        role: Role::User,
+        parts: vec![Part::text(text)],
+        metadata: None,
+        extensions: Vec::new(),
+        reference_task_ids: Vec::new(),
+    };
+    let request = SendMessageRequest {
+        tenant: transport.interface().tenant.clone(),
+        ..SendMessageRequest::non_blocking(reply)
+    };
+    transport.send(&request).await
+}
+
+/// Calls `tool`'s agent with `arguments`.
 pub async fn call(
     tool: &AgentTool,
     arguments: Option<JsonObject>,
     caller: &Caller,
     session: &Session,
     ask: Option<&Ask>,
-) -> Result<Value, Refusal> {
+) -> Result<Outcome, Refusal> {
     let arguments: Arguments =
         serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|e| {
             Refusal(format!(
@@ -100,14 +147,7 @@ pub async fn call(
         ));
     }
     let agent = &tool.agent;
-    let chosen = choose(&tool.card, &Preferences::default()).ok_or_else(|| {
-        Refusal(format!(
-            "agent {agent} offers no interface this server can call"
-        ))
-    })?;
-    let placement = caller.credentials.placed_for(Some(&tool.card));
-    let transport = connect(caller.http.clone(), &chosen, placement)
-        .map_err(|e| Refusal(format!("agent {agent} cannot be called: {e}")))?;
+    let transport = transport_to(tool, caller)?;
     check_ids(
         &*transport,
         agent,
@@ -127,55 +167,42 @@ pub async fn call(
         reference_task_ids: arguments.reference_task_ids,
     };
     let request = SendMessageRequest {
-        tenant: chosen.tenant.clone(),
+        tenant: transport.interface().tenant.clone(),
         ..SendMessageRequest::non_blocking(message)
     };
     let sent = transport
         .send(&request)
         .await
         .map_err(|e| refused(agent, &e))?;
-    match sent {
+    let mut task = match sent {
         SendMessageResponse::Message(reply) => {
             let context = reply.context_id.clone().unwrap_or_default();
             session.contexts.lock().insert((agent.clone(), context));
-            Ok(message_answer(&reply))
+            return Ok(Outcome::Done(message_answer(&reply)));
         }
-        SendMessageResponse::Task(task) => {
-            let mut task = settled(&*transport, task, caller.wait).await;
-            let mut asked = 0;
-            while let Some(ask) = ask.filter(|_| asked < MOST_ASKED) {
-                if task.status.state != TaskState::InputRequired {
-                    break;
-                }
-                let question = task.status.message.as_ref().map(Message::text);
-                let Some(answer) = ask(question.unwrap_or_default()).await else {
-                    break;
-                };
-                asked += 1;
-                let reply = Message {
-                    message_id: new_id(),
-                    context_id: Some(task.context_id.clone()),
-                    task_id: Some(task.id.clone()),
-                    role: Role::User,
-                    parts: vec![Part::text(answer)],
-                    metadata: None,
-                    extensions: Vec::new(),
-                    reference_task_ids: Vec::new(),
-                };
-                let request = SendMessageRequest {
-                    tenant: chosen.tenant.clone(),
-                    ..SendMessageRequest::non_blocking(reply)
-                };
-                task = match transport.send(&request).await {
-                    Ok(SendMessageResponse::Task(next)) => {
-                        settled(&*transport, next, caller.wait).await
-                    }
-                    Ok(SendMessageResponse::Message(reply)) => return Ok(message_answer(&reply)),
-                    Err(e) => return Err(refused(agent, &e)),
-                };
+        SendMessageResponse::Task(task) => settled(&*transport, task, caller.wait).await,
+    };
+    let mut asked = 0;
+    while let Some(ask) = ask.filter(|_| asked < MOST_ASKED) {
+        if task.status.state != TaskState::InputRequired {
+            break;
+        }
+        let question = task.status.message.as_ref().map(Message::text);
+        let Some(answer) = ask(question.unwrap_or_default()).await else {
+            break;
+        };
+        asked += 1;
+        task = match answer_task(&*transport, &task, answer).await {
+            Ok(SendMessageResponse::Task(next)) => settled(&*transport, next, caller.wait).await,
+            Ok(SendMessageResponse::Message(reply)) => {
+                return Ok(Outcome::Done(message_answer(&reply)));
             }
-            Ok(task_answer(&task))
-        }
+            Err(e) => return Err(refused(agent, &e)),
+        };
+    }
+    match task.status.state.is_terminal() || task.status.state.is_interrupted() {
+        true => Ok(Outcome::Done(task_answer(&task))),
+        false => Ok(Outcome::Working(Box::new(task))),
     }
 }
 
@@ -259,69 +286,10 @@ async fn settled(transport: &dyn Transport, mut task: Task, wait: Duration) -> T
     task
 }
 
-fn refused(agent: &str, error: &CallError) -> Refusal {
+/// The refusal for a failed A2A call to `agent`.
+pub fn refused(agent: &str, error: &CallError) -> Refusal {
     match error {
         CallError::A2A(e) => Refusal(format!("agent {agent} refused: {}", e.message)),
         CallError::Transport(e) => Refusal(format!("agent {agent} could not be reached: {e}")),
     }
-}
-
-/// A part as the LLM reads it.
-fn content(part: &Part) -> Value {
-    match &part.content {
-        PartContent::Text(text) => json!({"type": "text", "text": text}),
-        PartContent::Data(data) => json!({"type": "data", "data": data}),
-        PartContent::Url(url) => json!({
-            "type": "file", "uri": url, "mediaType": part.media_type, "name": part.filename
-        }),
-        PartContent::Raw(bytes) => json!({
-            "type": "file", "bytes": bytes.len(), "mediaType": part.media_type, "name": part.filename,
-            "note": "binary content, not shown"
-        }),
-    }
-}
-
-fn message_answer(reply: &Message) -> Value {
-    json!({
-        "kind": "message",
-        "contextId": reply.context_id,
-        "contents": reply.parts.iter().map(content).collect::<Vec<_>>(),
-    })
-}
-
-fn artifact(artifact: &Artifact) -> Value {
-    json!({
-        "artifactId": artifact.artifact_id,
-        "name": artifact.name,
-        "contents": artifact.parts.iter().map(content).collect::<Vec<_>>(),
-    })
-}
-
-fn task_answer(task: &Task) -> Value {
-    let state = task.status.state;
-    let said = task.status.message.as_ref().map(Message::text);
-    let mut status = json!({"state": state.as_v03_str()});
-    if let Some(text) = said.as_ref().filter(|t| !t.is_empty()) {
-        status["message"] = json!(text);
-    }
-    let mut answer = json!({
-        "kind": "task",
-        "taskId": task.id,
-        "contextId": task.context_id,
-        "status": status,
-    });
-    if state.is_interrupted() {
-        answer["question"] = json!(said.unwrap_or_default());
-        answer["next"] =
-            json!("Answer with the same taskId and contextId, and the requested input as text.");
-    }
-    if state == TaskState::Completed {
-        answer["artifacts"] = json!(task.artifacts.iter().map(artifact).collect::<Vec<_>>());
-    }
-    if !state.is_terminal() && !state.is_interrupted() {
-        answer["next"] = json!(
-            "The agent did not finish in time. Do not wait for it here; tell the user the taskId."
-        );
-    }
-    answer
 }

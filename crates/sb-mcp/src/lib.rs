@@ -4,7 +4,10 @@
 //! way the guide for LLMs calling `A2A_` tools expects (`kind: message` with
 //! `contents`, or `kind: task` with `taskId`, `contextId`, `status.state`, the question
 //! when it asks one, the artifacts once completed), waiting a bounded time for an end
-//! or a question. Identifiers an LLM did not get from an answer are refused.
+//! or a question. Identifiers an LLM did not get from an answer are refused. A question
+//! is put to the person at the client when it takes elicitations; work that outlasts
+//! the wait comes back as an MCP task to a client that declared the tasks extension,
+//! which then polls, answers and cancels the A2A task through `tasks/*`.
 //!
 //! The server is an A2A client of a Switchboard (its registry and agent endpoints), so
 //! the same code serves `switchboard mcp --url …` over stdio and `/mcp` on a gateway,
@@ -15,12 +18,18 @@
 //!   where the list comes from (the registry followed in process, or polled over
 //!   HTTP), each change announced to the clients.
 //! - [`call`]: one tool call: its arguments checked, the message sent, the task waited
-//!   for, the answer shaped for the LLM.
+//!   for.
+//! - [`answer`]: the answers shaped as the guide for LLMs describes them.
+//! - [`question`]: an agent's question as an MCP form, and the answer read back.
+//! - [`tasks`]: MCP tasks standing for A2A tasks (ids, states, `tasks/*`).
 //! - [`server`]: [`FleetTools`], the MCP server handler, and the two transports.
 
+pub mod answer;
 pub mod call;
 pub mod catalog;
+pub mod question;
 pub mod server;
+pub mod tasks;
 
 pub use catalog::{Catalog, CatalogFeed};
 pub use server::{FleetTools, Settings, http_service, serve_stdio};

@@ -5,24 +5,33 @@
 //! streamable HTTP ([`http_service`], a gateway's `/mcp`, where each call carries the
 //! credentials of the HTTP request that made it, so an agent sees the caller as its own
 //! A2A endpoint would).
+//!
+//! To a client that declared the tasks extension, a call whose task outlasts the wait
+//! comes back as an MCP task ([`crate::tasks`]), which `tasks/get`, `tasks/update` and
+//! `tasks/cancel` then follow, answer and cancel; any other client gets the task's
+//! `working` answer, as before.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
-use sb_client::Credentials;
+use sb_client::{Credentials, Transport};
 use sb_protocol::card::SecurityScheme;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{Ask, Caller, Refusal, Session, call};
-use crate::catalog::{AgentTool, CatalogFeed};
+use crate::answer::{task_answer, tool_result};
+use crate::call::{Ask, Caller, Outcome, Refusal, Session, call, transport_to};
+use crate::catalog::{AgentTool, CatalogFeed, tool_name};
+use crate::question::Reply;
+use crate::tasks::TaskHandle;
 
 /// How the server behaves.
 #[derive(Clone, Debug)]
@@ -33,16 +42,6 @@ pub struct Settings {
 
 /// Longest a person is given to answer an agent's question put through the client.
 const ANSWER_WAIT: Duration = Duration::from_secs(600);
-
-/// What the person at the client is asked for: the answer to an agent's question.
-#[derive(Debug, serde::Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct Reply {
-    /// Your answer to the agent's question.
-    answer: String,
-}
-
-rmcp::elicit_safe!(Reply);
 
 /// Asks through `peer`, when its client takes form elicitations.
 fn asker(peer: &Peer<RoleServer>) -> Option<Box<Ask>> {
@@ -128,6 +127,31 @@ impl FleetTools {
             ..self.caller.clone()
         }
     }
+
+    /// The task an MCP task id names, and the transport to its agent with this request's
+    /// credentials.
+    fn task_of(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(TaskHandle, Arc<dyn Transport>), ErrorData> {
+        let handle = TaskHandle::parse(id)?;
+        let catalog = self.feed.current();
+        let tool = catalog
+            .tools
+            .get(&tool_name(&handle.agent))
+            .filter(|tool| tool.agent == handle.agent)
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("no task {id}: agent {} is not in the fleet", handle.agent),
+                    None,
+                )
+            })?;
+        let caller = self.caller_for(tool, context);
+        let transport =
+            transport_to(tool, &caller).map_err(|Refusal(e)| ErrorData::internal_error(e, None))?;
+        Ok((handle, transport))
+    }
 }
 
 impl ServerHandler for FleetTools {
@@ -135,6 +159,7 @@ impl ServerHandler for FleetTools {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("switchboard", env!("CARGO_PKG_VERSION"));
@@ -167,24 +192,57 @@ impl ServerHandler for FleetTools {
         };
         let caller = self.caller_for(tool, &context);
         let ask = asker(&context.peer);
-        let result = match call(
+        // Only a client that declared the extension on this request (or at initialize)
+        // may be handed a task; rmcp refuses the response otherwise.
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+        let outcome = call(
             tool,
             request.arguments,
             &caller,
             &self.session,
             ask.as_deref(),
         )
-        .await
-        {
-            Ok(answer) => {
-                let text = answer.to_string();
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(answer);
-                result
+        .await;
+        let result = match outcome {
+            Ok(Outcome::Done(answer)) => tool_result(answer),
+            Ok(Outcome::Working(task)) if takes_tasks => {
+                let seed = TaskHandle::new(&tool.agent, &task).seed(&task);
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(seed)));
             }
+            Ok(Outcome::Working(task)) => tool_result(task_answer(&task)),
             Err(Refusal(reason)) => CallToolResult::error(vec![ContentBlock::text(reason)]),
         };
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (handle, transport) = self.task_of(&request.task_id, &context)?;
+        let task = handle.read(&*transport).await?;
+        Ok(GetTaskResult::new(handle.detailed(&task)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (handle, transport) = self.task_of(&request.task_id, &context)?;
+        handle.update(&*transport, &request.input_responses).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (handle, transport) = self.task_of(&request.task_id, &context)?;
+        handle.cancel(&*transport).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
