@@ -80,12 +80,14 @@ SWITCHBOARD_URL="http://127.0.0.1:$port" "$PYVENV_PYTHON" tests/readme/tour.py 2
 echo "== interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
 cluster_dir=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"; CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down >/dev/null 2>&1 || true; rm -rf "$cluster_dir"' EXIT
+# A short MCP wait, so the MCP suite's long-work cases (MCP tasks) run through /mcp too.
+printf '[mcp]\nwait_secs = 3\n' > "$cluster_dir/switchboard.toml"
 CLUSTER_DIR="$cluster_dir" SWITCHBOARD_BIN=target/debug/switchboard SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32 \
-  bash scripts/local-cluster.sh up
+  SWITCHBOARD_CONFIG="$cluster_dir/switchboard.toml" bash scripts/local-cluster.sh up
 gateway_port=$(awk '$1=="gateway"{print $3; exit}' "$cluster_dir/processes")
 SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" bash tests/interop/run.sh 2>&1 | tee -a target/interop.log
 echo "== MCP through a gateway of the split deployment (official MCP Python SDK over /mcp and stdio)"
-SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" SWITCHBOARD_BIN=target/debug/switchboard \
+SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" SWITCHBOARD_BIN=target/debug/switchboard MCP_WAIT_SECS=3 \
   bash tests/mcp/run.sh 2>&1 | tee target/mcp-split.log
 CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 
