@@ -155,12 +155,12 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
     let (output, streamed, debug) = command.settings();
     let format = output.map_or(opts::Format::Text, opts::OutputOpts::format);
     if debug {
-        // sb-client's own logs; it never logs credentials (they travel in headers it
-        // does not print).
+        // sb-client's own logs, and the raw messages of its wire tap (at TRACE, which
+        // redacts every credential itself: nothing here can show one).
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_env_filter("sb_client=debug,switchboard=debug")
+            .with_env_filter("sb_client=debug,sb_client::wire=trace,switchboard=debug")
             .try_init();
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
