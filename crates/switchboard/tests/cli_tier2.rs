@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
 use std::process::Child;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -13,8 +14,10 @@ use serde_json::{Value, json};
 mod cli_support;
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/stub_agent.rs"]
+mod stub_agent;
 
-use cli_support::{cli, json, stderr, stdout};
+use cli_support::{cli, field, json, stderr, stdout};
 
 struct Server {
     base: String,
@@ -168,4 +171,161 @@ fn push_commands_fail_fast_when_the_card_offers_no_push() {
     let out = cli(&["push", "list", &card, "t1"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stdout(&out).is_empty());
+}
+
+#[tokio::test]
+async fn download_writes_each_artifact_once_and_never_overwrites_without_force() {
+    let server = start().await;
+    let agent = server.agent("conformance");
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("out");
+    let into = into.to_str().unwrap();
+
+    // A file part: `send` reports it and names the command that saves it.
+    let out = cli(&["send", &agent, "tck-artifact-file"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let task_id = field(&text, "Task ID");
+    assert!(
+        text.contains("[file output.txt, text/plain, 3 bytes]"),
+        "{text}"
+    );
+    assert_eq!(
+        field(&text, "Download"),
+        format!("switchboard task download -a {agent} {task_id}")
+    );
+    let out = cli(&["task", "download", &agent, &task_id, "--dir", into]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let saved = dir.path().join("out/output.txt");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"tck");
+    assert_eq!(
+        field(&stdout(&out), "File"),
+        format!("{} (3 bytes, text/plain)", saved.display())
+    );
+
+    // Again: refused (nothing written), unless --force.
+    std::fs::write(&saved, "mine").unwrap();
+    let out = cli(&[
+        "task", "download", &agent, &task_id, "--dir", into, "-o", "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(json(&out)["error"]["code"], "SWITCHBOARD_FILE_EXISTS");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"mine");
+    let out = cli(&[
+        "task", "download", &agent, &task_id, "--dir", into, "--force", "-o", "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = json(&out);
+    assert_eq!(files[0]["bytes"], 3);
+    assert_eq!(files[0]["mediaType"], "text/plain");
+    assert_eq!(std::fs::read(&saved).unwrap(), b"tck");
+
+    // A data part as pretty JSON; a text part as .txt; an unknown artifact is an error.
+    let out = cli(&["send", &agent, "tck-artifact-data", "-o", "json"]);
+    let data_task = json(&out)["task"]["id"].as_str().unwrap().to_owned();
+    let out = cli(&[
+        "task", "download", &agent, &data_task, "--dir", into, "-o", "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let path = json(&out)[0]["path"].as_str().unwrap().to_owned();
+    assert!(path.ends_with(".json"), "{path}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved, json!({"key": "value", "count": 42}));
+    let out = cli(&["task", "download", &agent, &data_task, "--artifact", "nope"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("SWITCHBOARD_NOT_FOUND"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A task whose artifacts are files by URL: one on the agent's origin, under a name
+/// that tries to leave the directory, one `file://` URL, and one on another origin.
+fn url_task(base: &str) -> Value {
+    let file = |url: String, name: &str| json!({"url": url, "filename": name, "mediaType": "application/pdf"});
+    json!({
+        "id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [
+            {"artifactId": "a1", "name": "remote", "parts": [file(format!("{base}/files/r.pdf"), "../../evil.pdf")]},
+            {"artifactId": "a2", "name": "local", "parts": [file("file:///etc/passwd".into(), "passwd")]},
+            {"artifactId": "a3", "name": "elsewhere", "parts": [file(base.replace("127.0.0.1", "localhost") + "/files/e.pdf", "e.pdf")]}
+        ]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn download_fetches_url_parts_safely() {
+    let base = Arc::new(std::sync::OnceLock::<String>::new());
+    let seen = base.clone();
+    let stub = stub_agent::start(
+        json!({}),
+        Arc::new(move |request: &Value| match request["method"].as_str() {
+            Some("GetTask") => stub_agent::result(request, url_task(seen.get().unwrap())),
+            _ => stub_agent::error(request, -32601, "no such method"),
+        }),
+    )
+    .await;
+    base.set(stub.base.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().to_str().unwrap();
+    let out = cli(&[
+        "task",
+        "download",
+        &stub.base,
+        "t1",
+        "--artifact",
+        "remote",
+        "--dir",
+        into,
+        "--bearer",
+        "tok-1",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = json(&out);
+    let path = files[0]["path"].as_str().unwrap();
+    assert_eq!(path, dir.path().join("_.._evil.pdf").to_str().unwrap());
+    assert_eq!(std::fs::read(path).unwrap(), b"%PDF-stub-bytes");
+    assert_eq!(files[0]["mediaType"], "application/pdf");
+    // The agent's own origin got the token (the GetTask call, then the file).
+    let auths = stub.authorizations.lock().unwrap().clone();
+    assert_eq!(auths, ["Bearer tok-1", "Bearer tok-1"]);
+
+    let out = cli(&[
+        "task",
+        "download",
+        &stub.base,
+        "t1",
+        "--artifact",
+        "local",
+        "--dir",
+        into,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("only http and https"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("passwd").exists());
+
+    // Another origin gets the file request without the token.
+    let out = cli(&[
+        "task",
+        "download",
+        &stub.base,
+        "t1",
+        "--artifact",
+        "elsewhere",
+        "--dir",
+        into,
+        "--bearer",
+        "tok-1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.path().join("e.pdf").exists());
+    let auths = stub.authorizations.lock().unwrap().clone();
+    assert_eq!(auths.last().map(String::as_str), Some("-"), "{auths:?}");
 }

@@ -102,7 +102,7 @@ pub(crate) fn open_with(
     open_with_client(http_client_quiet(opts)?, found, reference, opts)
 }
 
-fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
+pub(crate) fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .danger_accept_invalid_certs(opts.insecure)

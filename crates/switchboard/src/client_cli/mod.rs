@@ -9,13 +9,16 @@
 //!   the JSON and text formats; `progress`: the spinner on a terminal.
 //! - `card`, `send` (and `answer`), `task` (get, cancel, list, subscribe), `wait`: how
 //!   a task is followed; `parts`: message parts from the command line; `push`: push
-//!   configs and the local webhook receiver.
+//!   configs and the local webhook receiver; `download` (`task download`) and
+//!   `artifact_names`: artifacts saved to files.
 //! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
 //!   `registry_agents` (`agents`), `inbox`, `ceremonies`, `fleet_health` (`health URL`).
 
 mod agent;
+mod artifact_names;
 mod card;
 mod ceremonies;
+mod download;
 mod error;
 mod fleet_health;
 mod inbox;
@@ -99,6 +102,9 @@ impl ClientCommand {
             }
             ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
                 (Some(&args.output), false, args.agent.debug)
+            }
+            ClientCommand::Task(T::Download(args)) => {
+                (Some(&args.task.output), false, args.task.agent.debug)
             }
             ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => {
                 (Some(&args.task.output), args.stream, args.task.agent.debug)
