@@ -329,3 +329,94 @@ async fn download_fetches_url_parts_safely() {
     let auths = stub.authorizations.lock().unwrap().clone();
     assert_eq!(auths.last().map(String::as_str), Some("-"), "{auths:?}");
 }
+
+#[tokio::test]
+async fn card_validate_checks_the_a2a_json_schema_of_each_version_claimed() {
+    let server = start().await;
+    // Switchboard's served cards (1.0, merged with the 0.3 fields): valid for both.
+    let out = cli(&[
+        "card",
+        "get",
+        &server.agent("echo"),
+        "--validate",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = json(&out);
+    assert_eq!(report["valid"], true, "{report:#}");
+    assert_eq!(report["schemaVersions"], json!(["1.0", "0.3"]));
+    let out = cli(&["card", "get", &server.agent("conformance"), "--validate"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("Valid: yes\nSchema: A2A 1.0, A2A 0.3\n"),
+        "{}",
+        stdout(&out)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    // A 0.3-only card.
+    let v03 = json!({
+        "name": "old", "description": "d", "version": "1", "protocolVersion": "0.3.0",
+        "url": "http://127.0.0.1:9/a2a", "preferredTransport": "JSONRPC", "capabilities": {},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s", "name": "s", "description": "d", "tags": []}]
+    });
+    let path = dir.path().join("v03.json");
+    std::fs::write(&path, v03.to_string()).unwrap();
+    let path = path.to_str().unwrap();
+    let out = cli(&[
+        "card",
+        "get",
+        path,
+        "--validate",
+        "--a2a-version",
+        "0.3",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(json(&out)["schemaVersions"], json!(["0.3"]));
+
+    // Broken: usable by the client (which ignores what it does not know), but not what
+    // the 1.0 schema allows.
+    let path = card_file(
+        dir.path(),
+        "http://127.0.0.1:9/a2a",
+        json!({"streaming": false, "telepathy": true}),
+    );
+    let mut broken: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    broken["supportedInterfaces"][0]["priority"] = json!("high");
+    std::fs::write(&path, broken.to_string()).unwrap();
+    let out = cli(&["card", "get", &path, "--validate", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let report = json(&out);
+    assert_eq!(report["valid"], false);
+    let mut pointers: Vec<&str> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pointer"].as_str().unwrap())
+        .collect();
+    pointers.sort_unstable();
+    assert_eq!(
+        pointers,
+        ["/capabilities", "/supportedInterfaces/0"],
+        "{report:#}"
+    );
+    let out = cli(&["card", "get", &path, "--validate"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("Valid: no\n"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("[1.0] /capabilities: Additional properties"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("A2ACLI_ERR_CARD_INVALID"),
+        "{}",
+        stderr(&out)
+    );
+    // Without --validate the card is shown: the client can use it.
+    assert_eq!(cli(&["card", "get", &path]).status.code(), Some(0));
+}

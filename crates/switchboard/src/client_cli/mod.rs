@@ -17,6 +17,7 @@
 mod agent;
 mod artifact_names;
 mod card;
+mod card_schema;
 mod ceremonies;
 mod download;
 mod error;
