@@ -40,6 +40,11 @@ impl Server {
 
 /// The all-in-one with the `echo` and `conformance` agents.
 async fn start() -> Server {
+    start_with(&[]).await
+}
+
+/// The same, with `args`.
+async fn start_with(args: &[&str]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchboard.toml");
     std::fs::write(
@@ -50,7 +55,9 @@ async fn start() -> Server {
     .unwrap();
     let port = process::free_port();
     let config = config.to_string_lossy().into_owned();
-    let child = process::serve(port, &["--config", config.as_str(), "--memory"]).await;
+    let mut all = vec!["--config", config.as_str(), "--memory"];
+    all.extend_from_slice(args);
+    let child = process::serve(port, &all).await;
     Server {
         base: format!("http://127.0.0.1:{port}"),
         child,
@@ -419,4 +426,142 @@ async fn card_validate_checks_the_a2a_json_schema_of_each_version_claimed() {
     );
     // Without --validate the card is shown: the client can use it.
     assert_eq!(cli(&["card", "get", &path]).status.code(), Some(0));
+}
+
+/// The verdict of each check, as `NAME [INTERFACE]` → `pass`/`fail`/`skip`.
+fn verdicts(report: &Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let interface = c["interface"].as_str().unwrap_or("card");
+            let name = format!("{} [{interface}]", c["name"].as_str().unwrap());
+            (name, c["verdict"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn conformance_passes_against_switchboards_own_agents_on_every_binding() {
+    let server = start_with(&["--webhook-allow", "127.0.0.1/32"]).await;
+    let hook = "http://127.0.0.1:9/hook";
+    for name in ["conformance", "echo"] {
+        let agent = server.agent(name);
+        let out = cli(&["conformance", &agent, "--webhook-url", hook, "-o", "json"]);
+        let report = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{report:#}");
+        assert_eq!(report["summary"]["failed"], 0, "{report:#}");
+        let checks = verdicts(&report);
+        for interface in ["JSONRPC 1.0", "HTTP+JSON 1.0", "GRPC 1.0"] {
+            for check in [
+                "SendMessage",
+                "GetTask of an unknown id",
+                "SendStreamingMessage",
+                "push config lifecycle",
+            ] {
+                let key = format!("{check} [{interface}]");
+                assert!(
+                    checks.contains(&(key.clone(), "pass".into())),
+                    "{key}: {checks:?}"
+                );
+            }
+        }
+        // The JSON-RPC-only check is skipped elsewhere, with a reason.
+        assert!(checks.contains(&("unknown method [GRPC 1.0]".into(), "skip".into())));
+    }
+    // --transport narrows it to one binding; the text names each check and sums up.
+    let agent = server.agent("echo");
+    let out = cli(&[
+        "conformance",
+        &agent,
+        "--transport",
+        "JSONRPC",
+        "--webhook-url",
+        hook,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "PASS [JSONRPC 1.0] GetTask of an unknown id (CORE-GET-002): TaskNotFoundError"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("GRPC"), "{text}");
+    assert_eq!(field(&text, "Failed"), "0");
+}
+
+/// A stub that serves a valid card (no streaming, no push) and answers every call
+/// wrongly.
+fn wrong_answer(request: &Value) -> Value {
+    match request["method"].as_str().unwrap_or_default() {
+        // A task without an id.
+        "SendMessage" => stub_agent::result(
+            request,
+            json!({"task": {"id": "", "contextId": "", "status": {"state": "TASK_STATE_COMPLETED"}}}),
+        ),
+        // Any id is found.
+        "GetTask" => stub_agent::result(
+            request,
+            json!({"id": request["params"]["id"], "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}),
+        ),
+        "CancelTask" => stub_agent::error(request, -32603, "internal"),
+        "ListTasks" => stub_agent::result(request, json!({"tasks": "none"})),
+        // Not a stream, and not refused either; push configs made though not offered.
+        "SendStreamingMessage" => stub_agent::result(request, json!({})),
+        "CreateTaskPushNotificationConfig" => stub_agent::result(
+            request,
+            json!({"id": "p1", "taskId": "t", "url": "http://h/x"}),
+        ),
+        // Unknown methods succeed.
+        _ => stub_agent::result(request, json!({})),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_fails_against_an_agent_that_answers_wrongly() {
+    let stub = stub_agent::start(
+        json!({"streaming": false, "pushNotifications": false}),
+        Arc::new(wrong_answer),
+    )
+    .await;
+    let out = cli(&["conformance", &stub.base, "--timeout", "5s", "-o", "json"]);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{report:#}");
+    let checks = verdicts(&report);
+    let expected = [
+        ("agent card [card]", "pass"),
+        ("SendMessage [JSONRPC 1.0]", "fail"),
+        ("GetTask [JSONRPC 1.0]", "skip"),
+        ("GetTask of an unknown id [JSONRPC 1.0]", "fail"),
+        ("CancelTask of an unknown id [JSONRPC 1.0]", "fail"),
+        ("unknown method [JSONRPC 1.0]", "fail"),
+        ("streaming refused [JSONRPC 1.0]", "fail"),
+        ("ListTasks [JSONRPC 1.0]", "fail"),
+        ("push config refused [JSONRPC 1.0]", "fail"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(checks, expected, "{report:#}");
+    assert_eq!(
+        report["summary"],
+        json!({"passed": 1, "failed": 7, "skipped": 1})
+    );
+    let reasons: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.contains(&"the Task has no id; the Task has no contextId"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"expected TaskNotFoundError, the call succeeded"),
+        "{reasons:?}"
+    );
 }

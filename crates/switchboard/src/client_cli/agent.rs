@@ -193,7 +193,7 @@ fn preferences(card: &AgentCard, opts: &AgentOpts) -> Result<Preferences, CliErr
     })
 }
 
-fn binding(name: &str) -> Option<Binding> {
+pub(crate) fn binding(name: &str) -> Option<Binding> {
     match name.trim().to_ascii_uppercase().as_str() {
         "JSONRPC" | "JSON-RPC" => Some(Binding::JsonRpc),
         "HTTP+JSON" | "REST" | "HTTP" => Some(Binding::HttpJson),

@@ -11,6 +11,8 @@
 //!   a task is followed; `parts`: message parts from the command line; `push`: push
 //!   configs and the local webhook receiver; `download` (`task download`) and
 //!   `artifact_names`: artifacts saved to files.
+//! - `conformance`, `conformance_checks`, `conformance_capabilities`: a smoke check of an agent against the A2A
+//!   TCK's mandatory behaviours; `card_schema`: the card against the A2A JSON Schemas.
 //! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
 //!   `registry_agents` (`agents`), `inbox`, `ceremonies`, `fleet_health` (`health URL`).
 
@@ -19,6 +21,9 @@ mod artifact_names;
 mod card;
 mod card_schema;
 mod ceremonies;
+mod conformance;
+mod conformance_capabilities;
+mod conformance_checks;
 mod download;
 mod error;
 mod fleet_health;
@@ -68,6 +73,9 @@ pub(crate) enum ClientCommand {
     /// receiver that prints deliveries and checks their signatures.
     #[command(subcommand)]
     Push(push::PushCommand),
+    /// Smoke-check a live agent against the A2A TCK's mandatory behaviours: each check
+    /// passed, failed or skipped, with its reason; exit 1 when one failed.
+    Conformance(conformance::ConformanceArgs),
     /// A Switchboard's agents: list and search its registry, register from a TOML or
     /// JSON file, remove.
     #[command(subcommand)]
@@ -111,6 +119,7 @@ impl ClientCommand {
                 (Some(&args.task.output), args.stream, args.task.agent.debug)
             }
             ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
+            ClientCommand::Conformance(args) => (Some(&args.output), false, args.agent.debug),
             ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
             ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
             ClientCommand::Ceremonies(c) => (Some(&c.key().api.output), false, false),
@@ -191,6 +200,7 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::List(args) => task::run(task::TaskCommand::List(args)).await,
             ClientCommand::Subscribe(args) => task::run(task::TaskCommand::Subscribe(args)).await,
             ClientCommand::Push(command) => push::run(command).await,
+            ClientCommand::Conformance(args) => conformance::run(args).await,
             ClientCommand::Agents(command) => registry_agents::run(command).await,
             ClientCommand::Inbox(command) => inbox::run(command).await,
             ClientCommand::Ceremonies(command) => ceremonies::run(command).await,
