@@ -81,7 +81,7 @@ fn card_file(dir: &std::path::Path, url: &str, capabilities: Value) -> String {
 }
 
 #[tokio::test]
-async fn debug_shows_the_raw_json_rpc_exchange_without_the_credentials() {
+async fn debug_shows_the_raw_wire_messages_of_every_binding_without_the_credentials() {
     let server = start().await;
     let agent = server.agent("echo");
     let token = "s3cr3t-bearer-token";
@@ -115,6 +115,37 @@ async fn debug_shows_the_raw_json_rpc_exchange_without_the_credentials() {
         !log.contains("svc-value-42"),
         "the service parameter leaked:\n{log}"
     );
+    // The same tap on the other bindings: the HTTP+JSON route and answer, the gRPC
+    // messages as JSON, a stream's events; never the token.
+    for (transport, request) in [("HTTP+JSON", "GET http://"), ("GRPC", "GetTask → gRPC")] {
+        let out = cli(&[
+            "task",
+            "get",
+            &agent,
+            "no-such-task",
+            "--transport",
+            transport,
+            "--debug",
+            "--bearer",
+            token,
+        ]);
+        let log = stderr(&out);
+        assert!(
+            log.contains(request) && log.contains("no-such-task"),
+            "{transport}: {log}"
+        );
+        assert!(
+            !log.contains(token),
+            "{transport}: the token leaked:\n{log}"
+        );
+    }
+    let out = cli(&[
+        "send", &agent, "hello", "--stream", "--debug", "--bearer", token,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("SendStreamingMessage ← event"), "{log}");
+    assert!(!log.contains(token), "the token leaked:\n{log}");
     // Without --debug, nothing of the wire.
     let out = cli(&[
         "task",

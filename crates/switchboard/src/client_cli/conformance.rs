@@ -68,6 +68,18 @@ pub(crate) async fn run(args: ConformanceArgs) -> Result<u8, CliError> {
             bindings: vec![binding],
         };
         let Some(chosen) = sb_client::interface::choose(&found.card, &preferences) else {
+            // Named by --transport (or declared at another version only): said, not hidden.
+            results.push(Check {
+                name: "interface",
+                interface: Some(format!(
+                    "{} {}",
+                    binding.card_name(),
+                    args.agent.a2a_version
+                )),
+                requirement: "CARD-PROTO-002",
+                verdict: Verdict::Skip,
+                reason: "the card declares no such interface at this version".into(),
+            });
             continue;
         };
         let transport = match sb_client::connect(http.clone(), &chosen, placement.clone()) {
