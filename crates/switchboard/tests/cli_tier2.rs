@@ -501,6 +501,34 @@ async fn conformance_passes_against_switchboards_own_agents_on_every_binding() {
         // The JSON-RPC-only check is skipped elsewhere, with a reason.
         assert!(checks.contains(&("unknown method [GRPC 1.0]".into(), "skip".into())));
     }
+    // At A2A 0.3: the 0.3 interfaces, ListTasks (1.0) skipped, the gRPC interface (1.0
+    // only) reported as skipped.
+    let agent = server.agent("echo");
+    let out = cli(&[
+        "conformance",
+        &agent,
+        "--a2a-version",
+        "0.3",
+        "--webhook-url",
+        hook,
+        "-o",
+        "json",
+    ]);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let checks = verdicts(&report);
+    assert!(
+        checks.contains(&("SendMessage [HTTP+JSON 0.3]".into(), "pass".into())),
+        "{checks:?}"
+    );
+    assert!(
+        checks.contains(&("ListTasks [JSONRPC 0.3]".into(), "skip".into())),
+        "{checks:?}"
+    );
+    assert!(
+        checks.contains(&("interface [GRPC 0.3]".into(), "skip".into())),
+        "{checks:?}"
+    );
     // --transport narrows it to one binding; the text names each check and sums up.
     let agent = server.agent("echo");
     let out = cli(&[
