@@ -16,6 +16,7 @@ use crate::auth::Placement;
 use crate::interface::{Binding, Chosen, Generation};
 use crate::sse;
 use crate::transport::{CallError, EventStream, Transport};
+use crate::wire::Tap;
 
 /// A client of one agent's JSON-RPC interface.
 #[derive(Clone, Debug)]
@@ -24,6 +25,7 @@ pub struct JsonRpcTransport {
     chosen: Chosen,
     generation: Generation,
     placement: Placement,
+    tap: Tap,
 }
 
 impl JsonRpcTransport {
@@ -46,6 +48,7 @@ impl JsonRpcTransport {
             http,
             chosen: chosen.clone(),
             generation,
+            tap: Tap::new(&placement),
             placement,
         })
     }
@@ -56,11 +59,15 @@ impl JsonRpcTransport {
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let version = self.generation.header();
+        let body = body.to_string();
+        self.tap
+            .request(method, "POST", &self.chosen.url, Some(&body));
         let request = self
             .http
             .post(&self.chosen.url)
             .header("A2A-Version", version)
-            .json(&body);
+            .header("content-type", "application/json")
+            .body(body);
         self.placement.apply(request)
     }
 
@@ -70,12 +77,7 @@ impl JsonRpcTransport {
             .send()
             .await
             .map_err(|e| CallError::unreachable(method, &self.chosen.url, &e))?;
-        let status = response.status();
-        let reply: Value = response.json().await.map_err(|e| {
-            CallError::Transport(format!(
-                "{method}: HTTP {status} without a JSON-RPC body: {e}"
-            ))
-        })?;
+        let reply = self.reply(method, response).await?;
         result_of(method, reply)
     }
 
@@ -98,10 +100,7 @@ impl JsonRpcTransport {
             .await
             .map_err(|e| CallError::unreachable(method, &self.chosen.url, &e))?;
         if !sse::is_event_stream(&response) {
-            let status = response.status();
-            let reply: Value = response.json().await.map_err(|e| {
-                CallError::Transport(format!("{method}: HTTP {status} without a stream: {e}"))
-            })?;
+            let reply = self.reply(method, response).await?;
             return Err(match result_of(method, reply) {
                 Err(refused) => refused,
                 Ok(_) => CallError::Transport(format!("{method}: a result instead of a stream")),
@@ -109,17 +108,37 @@ impl JsonRpcTransport {
         }
         let generation = self.generation;
         let method = method.to_owned();
-        Ok(sse::events(response, move |data| {
-            let reply: Value = serde_json::from_str(data)
-                .map_err(|e| CallError::Transport(format!("{method}: an unreadable event: {e}")))?;
-            let result = result_of(&method, reply)?;
-            let result = match generation {
-                Generation::V1 => result,
-                Generation::V03 => v03::stream_event_from_v03(result, Dialect03::KindJson)
-                    .map_err(|e| CallError::unreadable(&method, e))?,
-            };
-            read::<StreamResponse>(&method, result)
-        }))
+        Ok(sse::events(
+            response,
+            method.clone(),
+            self.tap.clone(),
+            move |data| {
+                let reply: Value = serde_json::from_str(data).map_err(|e| {
+                    CallError::Transport(format!("{method}: an unreadable event: {e}"))
+                })?;
+                let result = result_of(&method, reply)?;
+                let result = match generation {
+                    Generation::V1 => result,
+                    Generation::V03 => v03::stream_event_from_v03(result, Dialect03::KindJson)
+                        .map_err(|e| CallError::unreadable(&method, e))?,
+                };
+                read::<StreamResponse>(&method, result)
+            },
+        ))
+    }
+
+    /// The JSON body of an answer that is not a stream.
+    async fn reply(&self, method: &str, response: reqwest::Response) -> Result<Value, CallError> {
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| {
+            CallError::Transport(format!("{method}: HTTP {status}, the body broke: {e}"))
+        })?;
+        self.tap.response(method, status, &body);
+        serde_json::from_slice(&body).map_err(|e| {
+            CallError::Transport(format!(
+                "{method}: HTTP {status} without a JSON-RPC body: {e}"
+            ))
+        })
     }
 
     fn method(&self, v1: &'static str, v03: &'static str) -> &'static str {

@@ -15,6 +15,8 @@
 //! - [`drive`]: the caller's loop for one task: card checked before anything is sent,
 //!   submissions retried, the task followed within an idle timeout and a budget, input
 //!   requests answered by the caller's resolver, every ending returned as an outcome.
+//! - [`wire`]: the raw messages every binding exchanges, for debugging, credentials
+//!   redacted.
 
 pub mod auth;
 pub mod discovery;
@@ -29,6 +31,7 @@ pub mod rest;
 pub mod sse;
 pub mod transport;
 pub mod validate;
+pub mod wire;
 
 pub use auth::{Credentials, Placement};
 pub use discovery::{CardCache, CardError, Discovered, discover};

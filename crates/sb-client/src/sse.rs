@@ -8,10 +8,14 @@ use futures::StreamExt;
 use sb_protocol::StreamResponse;
 
 use crate::transport::{CallError, EventStream, StreamItem};
+use crate::wire::Tap;
 
-/// The events of `response`, each read by `read` from its data.
+/// The events of `response` (an answer to `call`), each shown to `tap` and read by
+/// `read` from its data.
 pub fn events(
     response: reqwest::Response,
+    call: String,
+    tap: Tap,
     read: impl Fn(&str) -> Result<StreamResponse, CallError> + Send + 'static,
 ) -> EventStream {
     response
@@ -21,6 +25,7 @@ pub fn events(
             let event =
                 event.map_err(|e| CallError::Transport(format!("the stream broke: {e}")))?;
             let id = Some(event.id).filter(|id| !id.is_empty());
+            tap.event(&call, id.as_deref(), &event.data);
             Ok(StreamItem {
                 id,
                 event: read(&event.data)?,

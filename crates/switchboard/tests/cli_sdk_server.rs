@@ -165,3 +165,35 @@ async fn the_cli_drives_the_story_on_the_python_sdk_server() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["error"]["code"], "TaskNotFoundError");
 }
+
+/// `conformance` and `card get --validate` against an agent that is not Switchboard:
+/// every check the SDK server is expected to pass passes, and the card is valid
+/// against the A2A 1.0 schema.
+#[tokio::test]
+#[ignore = "needs the upstream venv (tests/interop/bridged.sh installs it)"]
+async fn conformance_and_the_card_schema_pass_on_the_python_sdk_server() {
+    let upstream = python_consolidate().await;
+    let out = cli(&["card", "get", &upstream.base, "--validate", "-o", "json"]);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["valid"], true, "{report:#}");
+
+    let out = cli(&[
+        "conformance",
+        &upstream.base,
+        "--timeout",
+        "20s",
+        "-o",
+        "json",
+    ]);
+    let report = json(&out);
+    assert_eq!(report["summary"]["failed"], 0, "{report:#}");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let passed = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "pass")
+        .count();
+    assert!(passed >= 8, "{report:#}");
+}

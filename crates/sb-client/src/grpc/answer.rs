@@ -20,9 +20,11 @@ impl GrpcTransport {
         events: tonic::Streaming<pb::StreamResponse>,
     ) -> EventStream {
         let url = self.chosen.url.clone();
+        let tap = self.tap.clone();
         events
             .map(move |item| {
                 let message = item.map_err(|status| refused(method, &url, &status))?;
+                tap.message(method, false, &message);
                 let event: StreamResponse = to_model(method, &message)?;
                 Ok(StreamItem {
                     id: seq_of(&event),

@@ -34,6 +34,7 @@ use tonic::transport::Channel;
 use crate::auth::Placement;
 use crate::interface::{Binding, Chosen};
 use crate::transport::{CallError, EventStream, Transport};
+use crate::wire::Tap;
 
 use answer::{refused, to_model};
 use request::{endpoint, metadata, to_proto};
@@ -47,18 +48,33 @@ const MAX_PAGES: usize = 100;
 /// One call of the RPC `$rpc` with `$request` (a message, sent with the transport's
 /// metadata, or a `tonic::Request` already made): its reply, or the failure.
 macro_rules! call {
-    ($self:ident, $method:expr, $rpc:ident, $message:expr) => {
-        call!($self, $method, $rpc; $self.request($message))
-    };
+    ($self:ident, $method:expr, $rpc:ident, $message:expr) => {{
+        let reply = call!(@send $self, $method, $rpc; $self.request($message));
+        if let Ok(message) = &reply {
+            $self.tap.message($method, false, message);
+        }
+        reply
+    }};
     ($self:ident, $method:expr, $rpc:ident; $request:expr) => {
-        $self
+        call!(@send $self, $method, $rpc; $request)
+    };
+    // The request and a refusal shown to the wire tap (a stream's events are shown as
+    // they come, by `events`).
+    (@send $self:ident, $method:expr, $rpc:ident; $request:expr) => {{
+        let request = $request;
+        $self.tap.message($method, true, request.get_ref());
+        let reply = $self
             .client
             .clone()
-            .$rpc($request)
+            .$rpc(request)
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|status| refused($method, &$self.chosen.url, &status))
-    };
+            .map_err(|status| refused($method, &$self.chosen.url, &status));
+        if let Err(error) = &reply {
+            $self.tap.message($method, false, &error.to_string());
+        }
+        reply
+    }};
 }
 
 /// A client of one agent's gRPC interface.
@@ -68,6 +84,7 @@ pub struct GrpcTransport {
     chosen: Chosen,
     /// `a2a-version` and the credentials (marked sensitive: Debug does not show them).
     metadata: MetadataMap,
+    tap: Tap,
 }
 
 impl GrpcTransport {
@@ -108,6 +125,7 @@ impl GrpcTransport {
             client,
             chosen: chosen.clone(),
             metadata: metadata(&placement)?,
+            tap: Tap::new(&placement),
         }))
     }
 }

@@ -7,6 +7,7 @@ use sb_protocol::{A2AError, ErrorKind};
 use serde_json::Value;
 
 use crate::transport::CallError;
+use crate::wire::Tap;
 
 /// The JSON of an answer (`Null` for an empty body, e.g. a 204), or the error it carries;
 /// `on_task` when the route names a task (`tasks/{id}…`), where a bare 404 means it is not found.
@@ -14,12 +15,14 @@ pub(super) async fn answer(
     name: &str,
     response: reqwest::Response,
     on_task: bool,
+    tap: &Tap,
 ) -> Result<Value, CallError> {
     let status = response.status();
     let body = response
         .bytes()
         .await
         .map_err(|e| CallError::Transport(format!("{name}: HTTP {status}, the body broke: {e}")))?;
+    tap.response(name, status, &body);
     let reply = match body.is_empty() {
         true => Some(Value::Null),
         false => serde_json::from_slice::<Value>(&body).ok(),

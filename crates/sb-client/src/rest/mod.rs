@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::auth::Placement;
 use crate::interface::{Binding, Chosen, Generation};
 use crate::transport::{CallError, EventStream, Transport};
+use crate::wire::Tap;
 
 use bodies::{push_config_from_v03, read_in};
 use route::segment;
@@ -35,6 +36,7 @@ pub struct RestTransport {
     chosen: Chosen,
     generation: Generation,
     placement: Placement,
+    tap: Tap,
     /// The interface URL with the segment the routes go under: the tenant (1.0), `v1` (0.3).
     base: Url,
 }
@@ -69,6 +71,7 @@ impl RestTransport {
             http,
             chosen: chosen.clone(),
             generation,
+            tap: Tap::new(&placement),
             placement,
             base,
         }))

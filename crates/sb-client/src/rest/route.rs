@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::interface::Generation;
 use crate::sse;
 use crate::transport::{CallError, EventStream};
+use crate::wire::Tap;
 
 use super::RestTransport;
 use super::answer::{answer, error_in};
@@ -29,9 +30,11 @@ impl RestTransport {
         body: Option<Value>,
     ) -> Result<Value, CallError> {
         let (request, url) = self.request(method, path, body, false)?;
-        let sent = request.query(query).send().await;
+        let request = request.query(query);
+        self.tap_request(name, &request);
+        let sent = request.send().await;
         let response = sent.map_err(|e| CallError::unreachable(name, &url, &e))?;
-        answer(name, response, path.len() > 1).await
+        answer(name, response, path.len() > 1, &self.tap).await
     }
 
     fn request(
@@ -65,6 +68,23 @@ impl RestTransport {
         Ok((self.placement.apply(request), url))
     }
 
+    /// Shows a request to the wire tap as it will go (its final URL, with the query).
+    fn tap_request(&self, name: &str, request: &reqwest::RequestBuilder) {
+        if !Tap::enabled() {
+            return;
+        }
+        let Some(built) = request.try_clone().and_then(|r| r.build().ok()) else {
+            return;
+        };
+        let body = built
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .map(String::from_utf8_lossy);
+        let url = built.url().as_str();
+        self.tap
+            .request(name, built.method().as_str(), url, body.as_deref());
+    }
+
     /// Calls a streaming route: its events, or the error its answer carries instead.
     pub(super) async fn stream(
         &self,
@@ -84,24 +104,31 @@ impl RestTransport {
                 .header("last-event-id", id)
                 .header(extensions, sb_protocol::card::RESUME_EXTENSION);
         }
+        self.tap_request(name, &request);
         let sent = request.send().await;
         let response = sent.map_err(|e| CallError::unreachable(name, &url, &e))?;
         if !sse::is_event_stream(&response) {
-            let reply = answer(name, response, path.len() > 1).await?;
+            let reply = answer(name, response, path.len() > 1, &self.tap).await?;
             return Err(match error_in(&reply) {
                 Some(refused) => CallError::A2A(refused),
                 None => CallError::Transport(format!("{name}: a result instead of a stream")),
             });
         }
         let generation = self.generation;
-        Ok(sse::events(response, move |data| {
-            let event: Value = serde_json::from_str(data)
-                .map_err(|e| CallError::Transport(format!("{name}: an unreadable event: {e}")))?;
-            if let Some(refused) = error_in(&event) {
-                return Err(CallError::A2A(refused));
-            }
-            read_in::<StreamResponse>(generation, name, event, v03::stream_event_from_v03)
-        }))
+        Ok(sse::events(
+            response,
+            name.to_owned(),
+            self.tap.clone(),
+            move |data| {
+                let event: Value = serde_json::from_str(data).map_err(|e| {
+                    CallError::Transport(format!("{name}: an unreadable event: {e}"))
+                })?;
+                if let Some(refused) = error_in(&event) {
+                    return Err(CallError::A2A(refused));
+                }
+                read_in::<StreamResponse>(generation, name, event, v03::stream_event_from_v03)
+            },
+        ))
     }
 }
 

@@ -102,7 +102,7 @@ pub(crate) fn open_with(
     open_with_client(http_client_quiet(opts)?, found, reference, opts)
 }
 
-fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
+pub(crate) fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .danger_accept_invalid_certs(opts.insecure)
@@ -193,7 +193,7 @@ fn preferences(card: &AgentCard, opts: &AgentOpts) -> Result<Preferences, CliErr
     })
 }
 
-fn binding(name: &str) -> Option<Binding> {
+pub(crate) fn binding(name: &str) -> Option<Binding> {
     match name.trim().to_ascii_uppercase().as_str() {
         "JSONRPC" | "JSON-RPC" => Some(Binding::JsonRpc),
         "HTTP+JSON" | "REST" | "HTTP" => Some(Binding::HttpJson),

@@ -86,6 +86,18 @@ impl CliError {
         }
     }
 
+    /// An operation the agent's card says it does not offer: refused before any call
+    /// (spec §13.3), under the name of the A2A error the agent would answer with.
+    pub(crate) fn capability_missing(kind: ErrorKind, message: impl Into<String>) -> CliError {
+        CliError {
+            code: a2a_name(kind).to_owned(),
+            message: message.into(),
+            hint: Some("the card's `capabilities` do not declare it; nothing was sent".into()),
+            a2a_code: None,
+            exit: exit::FAILURE,
+        }
+    }
+
     pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> CliError {
         self.hint = Some(hint.into());
         self

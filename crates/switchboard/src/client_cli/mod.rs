@@ -9,13 +9,22 @@
 //!   the JSON and text formats; `progress`: the spinner on a terminal.
 //! - `card`, `send` (and `answer`), `task` (get, cancel, list, subscribe), `wait`: how
 //!   a task is followed; `parts`: message parts from the command line; `push`: push
-//!   configs and the local webhook receiver.
+//!   configs and the local webhook receiver; `download` (`task download`) and
+//!   `artifact_names`: artifacts saved to files.
+//! - `conformance`, `conformance_checks`, `conformance_capabilities`: a smoke check of an agent against the A2A
+//!   TCK's mandatory behaviours; `card_schema`: the card against the A2A JSON Schemas.
 //! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
 //!   `registry_agents` (`agents`), `inbox`, `ceremonies`, `fleet_health` (`health URL`).
 
 mod agent;
+mod artifact_names;
 mod card;
+mod card_schema;
 mod ceremonies;
+mod conformance;
+mod conformance_capabilities;
+mod conformance_checks;
+mod download;
 mod error;
 mod fleet_health;
 mod inbox;
@@ -64,6 +73,9 @@ pub(crate) enum ClientCommand {
     /// receiver that prints deliveries and checks their signatures.
     #[command(subcommand)]
     Push(push::PushCommand),
+    /// Smoke-check a live agent against the A2A TCK's mandatory behaviours: each check
+    /// passed, failed or skipped, with its reason; exit 1 when one failed.
+    Conformance(conformance::ConformanceArgs),
     /// A Switchboard's agents: list and search its registry, register from a TOML or
     /// JSON file, remove.
     #[command(subcommand)]
@@ -100,10 +112,14 @@ impl ClientCommand {
             ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
                 (Some(&args.output), false, args.agent.debug)
             }
+            ClientCommand::Task(T::Download(args)) => {
+                (Some(&args.task.output), false, args.task.agent.debug)
+            }
             ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => {
                 (Some(&args.task.output), args.stream, args.task.agent.debug)
             }
             ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
+            ClientCommand::Conformance(args) => (Some(&args.output), false, args.agent.debug),
             ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
             ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
             ClientCommand::Ceremonies(c) => (Some(&c.key().api.output), false, false),
@@ -155,12 +171,12 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
     let (output, streamed, debug) = command.settings();
     let format = output.map_or(opts::Format::Text, opts::OutputOpts::format);
     if debug {
-        // sb-client's own logs; it never logs credentials (they travel in headers it
-        // does not print).
+        // sb-client's own logs, and the raw messages of its wire tap (at TRACE, which
+        // redacts every credential itself: nothing here can show one).
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_env_filter("sb_client=debug,switchboard=debug")
+            .with_env_filter("sb_client=debug,sb_client::wire=trace,switchboard=debug")
             .try_init();
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -184,6 +200,7 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::List(args) => task::run(task::TaskCommand::List(args)).await,
             ClientCommand::Subscribe(args) => task::run(task::TaskCommand::Subscribe(args)).await,
             ClientCommand::Push(command) => push::run(command).await,
+            ClientCommand::Conformance(args) => conformance::run(args).await,
             ClientCommand::Agents(command) => registry_agents::run(command).await,
             ClientCommand::Inbox(command) => inbox::run(command).await,
             ClientCommand::Ceremonies(command) => ceremonies::run(command).await,

@@ -78,8 +78,9 @@ pub(crate) struct AgentOpts {
     /// Accept any TLS certificate (development only: prints a warning).
     #[arg(long)]
     pub insecure: bool,
-    /// Log what the client does (calls, retries, streams) to stderr; credentials are
-    /// never logged.
+    /// Log what the client does (calls, retries, streams) and the raw messages on the
+    /// wire (requests, answers, events; gRPC messages as JSON) to stderr; credentials
+    /// are always redacted.
     #[arg(long)]
     pub debug: bool,
 }

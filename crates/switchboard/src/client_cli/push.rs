@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use clap::{Args, Subcommand};
-use sb_protocol::{AuthenticationInfo, StreamResponse, TaskPushNotificationConfig};
+use sb_protocol::{AuthenticationInfo, ErrorKind, StreamResponse, TaskPushNotificationConfig};
 use tokio::sync::mpsc;
 
 use super::agent::{self, Agent};
@@ -170,7 +170,17 @@ async fn open(args: &ConfigArgs, wanted: usize) -> Result<(Agent, Vec<String>), 
             _ => "give the task id and the config id",
         }));
     }
-    Ok((agent::open(&reference, &args.agent).await?, words))
+    let agent = agent::open(&reference, &args.agent).await?;
+    // Spec §13.3: a capability the card does not declare is not tried.
+    if agent.card.capabilities.push_notifications != Some(true) {
+        return Err(CliError::capability_missing(
+            ErrorKind::PushNotificationNotSupported,
+            format!(
+                "{reference} does not offer push notifications (its card's capabilities.pushNotifications is not true)"
+            ),
+        ));
+    }
+    Ok((agent, words))
 }
 
 fn config_doc(config: &TaskPushNotificationConfig) -> Doc {

@@ -291,7 +291,7 @@ fn report(
                         verbose: out.verbose,
                     },
                 );
-                if let Some((label, command)) = next_command(agent, task) {
+                for (label, command) in next_commands(agent, task) {
                     doc.field(label, command);
                 }
             }
@@ -307,10 +307,28 @@ fn report(
     })
 }
 
+/// The commands to go on with a task: [`next_command`], and `Download` when its
+/// artifacts hold a file part (spec §10.2: files are written to disk only on request).
+pub(crate) fn next_commands(agent: &Agent, task: &Task) -> Vec<(&'static str, String)> {
+    let mut commands: Vec<_> = next_command(agent, task).into_iter().collect();
+    let has_file = task.artifacts.iter().flat_map(|a| &a.parts).any(|p| {
+        matches!(
+            p.content,
+            sb_protocol::PartContent::Raw(_) | sb_protocol::PartContent::Url(_)
+        )
+    });
+    if has_file {
+        let agent_ref = shell_quote(&agent.reference);
+        let command = format!("switchboard task download -a {agent_ref} {}", task.id);
+        commands.push(("Download", command));
+    }
+    commands
+}
+
 /// The command to go on with a task (spec §8.2): for one waiting for input, the one
 /// that answers it (`Resume`); for one still running, the one that waits for it
 /// (`Follow`); none for a task that ended.
-pub(crate) fn next_command(agent: &Agent, task: &Task) -> Option<(&'static str, String)> {
+fn next_command(agent: &Agent, task: &Task) -> Option<(&'static str, String)> {
     let agent_ref = shell_quote(&agent.reference);
     let state = task.status.state;
     if state == sb_protocol::TaskState::InputRequired {

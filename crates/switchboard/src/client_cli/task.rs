@@ -25,6 +25,9 @@ pub(crate) enum TaskCommand {
     List(ListArgs),
     /// Follow a task's events until it ends or waits (--stream prints each one).
     Subscribe(SubscribeArgs),
+    /// Save a task's artifacts to files: `download [AGENT] TASK_ID [--dir DIR]
+    /// [--artifact ID|NAME] [--force]`.
+    Download(super::download::DownloadArgs),
     /// A task's push-notification configs (same as `switchboard push`).
     #[command(subcommand)]
     PushConfig(super::push::PushCommand),
@@ -119,12 +122,13 @@ pub(crate) async fn run(command: TaskCommand) -> Result<u8, CliError> {
         TaskCommand::Cancel(args) => cancel(args).await,
         TaskCommand::List(args) => list(args).await,
         TaskCommand::Subscribe(args) => subscribe(args).await,
+        TaskCommand::Download(args) => super::download::run(args).await,
         TaskCommand::PushConfig(command) => super::push::run(command).await,
     }
 }
 
 /// The agent and the task id of `[AGENT] TASK_ID`.
-async fn open(args: &TaskArgs) -> Result<(Agent, String), CliError> {
+pub(crate) async fn open(args: &TaskArgs) -> Result<(Agent, String), CliError> {
     let (reference, task_id) = match (&args.agent.agent_card, args.words.as_slice()) {
         (Some(reference), [task]) => (reference.clone(), task.clone()),
         (None, [reference, task]) => (reference.clone(), task.clone()),
@@ -148,7 +152,7 @@ fn print_task(agent: &Agent, out: &Out, task: &Task, history: bool) -> Result<()
         verbose: out.verbose,
     };
     render::task(&mut doc, task, detail);
-    if let Some((label, command)) = send::next_command(agent, task) {
+    for (label, command) in send::next_commands(agent, task) {
         doc.field(label, command);
     }
     out.write(&doc.render())
