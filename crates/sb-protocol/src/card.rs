@@ -94,7 +94,8 @@ pub enum SecurityScheme {
     Oauth2SecurityScheme {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
-        flows: OAuthFlows,
+        /// Boxed: the largest member by far, and the rarest.
+        flows: Box<OAuthFlows>,
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",

@@ -258,7 +258,7 @@ pub fn card_security(
         };
         let scheme = |description: &str, flows: OAuthFlows| SecurityScheme::Oauth2SecurityScheme {
             description: Some(description.into()),
-            flows,
+            flows: Box::new(flows),
             oauth2_metadata_url: None,
         };
         if oauth.client_credentials {
