@@ -8,16 +8,21 @@
 //! The HTTP client given should not follow redirects: a token endpoint that redirects
 //! could send the client's secret elsewhere.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use oauth2::basic::BasicClient;
 use oauth2::{
-    ClientId, ClientSecret, DeviceAuthorizationUrl, DeviceCodeErrorResponseType, ErrorResponse,
-    RefreshToken, RequestTokenError, Scope, StandardDeviceAuthorizationResponse, TokenResponse,
-    TokenUrl,
+    AsyncHttpClient, ClientId, ClientSecret, DeviceAuthorizationUrl, DeviceCodeErrorResponseType,
+    ErrorResponse, RefreshToken, RequestTokenError, Scope, StandardDeviceAuthorizationResponse,
+    TokenResponse, TokenUrl,
 };
 use sb_protocol::card::{AgentCard, SecurityScheme};
 use serde_json::Value;
+
+/// Consecutive connection failures while polling the device flow's token endpoint
+/// after which the wait ends.
+const UNREACHABLE_POLLS: u32 = 3;
 
 /// Where tokens come from for one agent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -234,10 +239,36 @@ impl OAuthClient {
         for (name, value) in &self.extra_params {
             request = request.add_extra_param(name.clone(), value.clone());
         }
-        match request
-            .request_async(http, tokio::time::sleep, timeout)
-            .await
-        {
+        // The crate keeps polling through connection failures until the code expires
+        // (minutes); a token endpoint that stays down ends the wait sooner.
+        let failures = AtomicU32::new(0);
+        let counting = |request: oauth2::HttpRequest| {
+            let call = http.call(request);
+            let failures = &failures;
+            async move {
+                let result = call.await;
+                match result.is_ok() {
+                    true => failures.store(0, Ordering::Relaxed),
+                    false => _ = failures.fetch_add(1, Ordering::Relaxed),
+                }
+                result
+            }
+        };
+        let down = async {
+            while failures.load(Ordering::Relaxed) < UNREACHABLE_POLLS {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        let polled = tokio::select! {
+            polled = request.request_async(&counting, tokio::time::sleep, timeout) => polled,
+            () = down => {
+                return Err(OAuthError::Unreachable(format!(
+                    "the token endpoint {} failed {UNREACHABLE_POLLS} times in a row",
+                    self.token_url
+                )));
+            }
+        };
+        match polled {
             Ok(token) => Ok(grant(token)),
             Err(RequestTokenError::ServerResponse(e)) => Err(match e.error() {
                 DeviceCodeErrorResponseType::AccessDenied => OAuthError::Denied,
