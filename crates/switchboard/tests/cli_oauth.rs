@@ -211,7 +211,7 @@ async fn client_credentials_login_then_calls_carry_the_stored_token() {
     assert!(renewed["expires_at"].as_i64().unwrap() > 1_000);
 
     // A token the agent refuses: exit 4, saying to log in again.
-    let mut forged = renewed.clone();
+    let mut forged = renewed;
     forged["access_token"] = format!("{token}x").into();
     std::fs::write(&file, forged.to_string()).unwrap();
     let out = world.run(&["send", agent, "hello"], &[]);
