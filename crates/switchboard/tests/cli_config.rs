@@ -247,6 +247,20 @@ fn auth_login_says_why_it_cannot_get_a_token() {
         "{}",
         text(&out.stderr)
     );
+    // An OpenID Connect scheme: its discovery document is read for the endpoints.
+    let discovery = format!(
+        "http://127.0.0.1:{}/.well-known/openid-configuration",
+        closed_port()
+    );
+    let oidc = home.card(json!({"oidc": {"openIdConnectSecurityScheme": {
+        "openIdConnectUrl": discovery}}}));
+    let out = home.run(&["auth", "login", &oidc], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&discovery),
+        "{}",
+        text(&out.stderr)
+    );
     // Nothing was stored.
     let out = home.run(&["auth", "status"], &[]);
     assert!(text(&out.stdout).contains("No stored tokens"));
