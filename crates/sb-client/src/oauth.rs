@@ -27,7 +27,10 @@ const UNREACHABLE_POLLS: u32 = 3;
 /// Where tokens come from for one agent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Endpoints {
-    pub token_url: Option<String>,
+    /// The device-code flow's token endpoint.
+    pub device_token_url: Option<String>,
+    /// The client-credentials flow's token endpoint.
+    pub client_token_url: Option<String>,
     pub device_authorization_url: Option<String>,
     /// Scopes the card's flows name (asked for when the caller names none).
     pub scopes: Vec<String>,
@@ -44,10 +47,14 @@ impl Endpoints {
         for scheme in card.security_schemes.values() {
             match scheme {
                 SecurityScheme::Oauth2SecurityScheme { flows, .. } => {
-                    let flows = [&flows.device_code, &flows.client_credentials];
-                    for flow in flows.into_iter().flatten() {
-                        if found.token_url.is_none() {
-                            found.token_url.clone_from(&flow.token_url);
+                    let flows = [
+                        (&flows.device_code, &mut found.device_token_url),
+                        (&flows.client_credentials, &mut found.client_token_url),
+                    ];
+                    for (flow, token_url) in flows {
+                        let Some(flow) = flow else { continue };
+                        if token_url.is_none() {
+                            token_url.clone_from(&flow.token_url);
                         }
                         if found.device_authorization_url.is_none() {
                             found
@@ -76,7 +83,18 @@ impl Endpoints {
     /// Whether the card declares a scheme whose tokens come from an authorization
     /// server (a stored token is sent to such an agent only).
     pub fn any(&self) -> bool {
-        self.token_url.is_some() || self.openid_configuration.is_some()
+        self.device_token_url.is_some()
+            || self.client_token_url.is_some()
+            || self.openid_configuration.is_some()
+    }
+
+    /// The token endpoint of a flow: its own, else the other flow's (one server).
+    pub fn token_url(&self, device: bool) -> Option<&str> {
+        let (own, other) = match device {
+            true => (&self.device_token_url, &self.client_token_url),
+            false => (&self.client_token_url, &self.device_token_url),
+        };
+        own.as_deref().or(other.as_deref())
     }
 
     /// Fills the endpoints still missing from the OpenID Connect discovery document.
@@ -99,8 +117,8 @@ impl Endpoints {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        if self.token_url.is_none() {
-            self.token_url = member("token_endpoint");
+        if self.device_token_url.is_none() && self.client_token_url.is_none() {
+            self.client_token_url = member("token_endpoint");
         }
         if self.device_authorization_url.is_none() {
             self.device_authorization_url = member("device_authorization_endpoint");
@@ -347,4 +365,41 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn each_flow_keeps_its_own_token_endpoint() {
+        let card: AgentCard = serde_json::from_value(serde_json::json!({
+            "name": "a", "description": "d", "version": "1", "capabilities": {},
+            "supportedInterfaces": [], "defaultInputModes": [], "defaultOutputModes": [],
+            "skills": [],
+            "securitySchemes": {
+                "machines": {"oauth2SecurityScheme": {"flows": {"clientCredentials": {
+                    "tokenUrl": "https://m/token", "scopes": {"a2a": "call"}}}}},
+                "people": {"oauth2SecurityScheme": {"flows": {"deviceCode": {
+                    "deviceAuthorizationUrl": "https://p/device", "tokenUrl": "https://p/token",
+                    "scopes": {"a2a": "call", "read": "read"}}}}}
+            }
+        }))
+        .unwrap();
+        let found = Endpoints::from_card(&card);
+        assert_eq!(found.token_url(false), Some("https://m/token"));
+        assert_eq!(found.token_url(true), Some("https://p/token"));
+        assert_eq!(
+            found.device_authorization_url.as_deref(),
+            Some("https://p/device")
+        );
+        assert_eq!(found.scopes, ["a2a", "read"]);
+        assert!(found.any());
+        let only_machines = Endpoints {
+            device_token_url: None,
+            ..found
+        };
+        assert_eq!(only_machines.token_url(true), Some("https://m/token"));
+    }
 }

@@ -140,7 +140,8 @@ async fn login(args: LoginArgs) -> Result<u8, CliError> {
         Some(_) => Flow::ClientCredentials,
         None => Flow::Device,
     });
-    let Some(token_url) = args.token_url.clone().or(endpoints.token_url.clone()) else {
+    let card_token_url = endpoints.token_url(flow == Flow::Device).map(str::to_owned);
+    let Some(token_url) = args.token_url.clone().or(card_token_url) else {
         return Err(CliError::usage(format!(
             "the card at {} names no token endpoint (no OAuth 2 or OpenID Connect scheme)",
             found.url
