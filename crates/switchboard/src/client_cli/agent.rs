@@ -71,13 +71,13 @@ pub(crate) fn http_client(opts: &AgentOpts) -> Result<reqwest::Client, CliError>
         .map_err(|e| CliError::internal(format!("cannot build the HTTP client: {e}")))
 }
 
-/// The credentials given by flag or environment (`SWITCHBOARD_TOKEN` after
-/// `A2ACLI_BEARER`), and the service parameters.
+/// The credentials given by flag, environment or `.env` file (`SWITCHBOARD_TOKEN`
+/// after `A2ACLI_BEARER`), and the service parameters.
 pub(crate) fn credentials(opts: &AgentOpts) -> Result<Credentials, CliError> {
     let bearer = opts
         .bearer
         .clone()
-        .or_else(|| std::env::var("SWITCHBOARD_TOKEN").ok())
+        .or_else(|| super::config_files::lookup("SWITCHBOARD_TOKEN"))
         .filter(|t| !t.is_empty());
     let mut headers = Vec::new();
     for param in &opts.svc_params {
