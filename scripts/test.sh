@@ -121,6 +121,10 @@ cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a
 echo "== the switchboard CLI against the official Python SDK server directly (the same upstream)"
 cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
+echo "== the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
+bash tests/oauth/install.sh
+cargo test -p switchboard --test cli_oauth --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed" (interop and MCP), node's "ℹ pass N" / "ℹ fail N", the Python worker's and
 # the README tour's "N passed, M failed".

@@ -44,7 +44,7 @@ impl Credentials {
                 SecurityScheme::ApiKeySecurityScheme { location, name, .. } => {
                     Some((location.to_ascii_lowercase(), name.clone()))
                 }
-                SecurityScheme::HttpAuthSecurityScheme { .. } => None,
+                _ => None,
             });
             match declared {
                 Some((location, name)) if location == "query" => {

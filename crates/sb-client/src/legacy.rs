@@ -109,9 +109,22 @@ fn schemes(value: Option<&Value>) -> Result<BTreeMap<String, SecurityScheme>, St
                     .ok_or(format!("securitySchemes.{name}: http needs `scheme`"))?,
                 bearer_format: field("bearerFormat"),
             },
+            Some("oauth2") => SecurityScheme::Oauth2SecurityScheme {
+                description,
+                // OpenAPI's flow objects have the members of 1.0's.
+                flows: serde_json::from_value(scheme.get("flows").cloned().unwrap_or_default())
+                    .map_err(|e| format!("securitySchemes.{name}: unreadable flows: {e}"))?,
+                oauth2_metadata_url: field("oauth2MetadataUrl"),
+            },
+            Some("openIdConnect") => SecurityScheme::OpenIdConnectSecurityScheme {
+                description,
+                open_id_connect_url: field("openIdConnectUrl").ok_or(format!(
+                    "securitySchemes.{name}: openIdConnect needs `openIdConnectUrl`"
+                ))?,
+            },
             other => {
                 return Err(format!(
-                    "securitySchemes.{name}: scheme type {other:?} is not supported yet (apiKey and http are)"
+                    "securitySchemes.{name}: scheme type {other:?} is not supported yet (apiKey, http, oauth2 and openIdConnect are)"
                 ));
             }
         };
@@ -180,7 +193,7 @@ mod tests {
         assert!(from_v03(&no_url).unwrap_err().contains("`url`"));
         let oauth = json!({"name": "a", "description": "d", "version": "1", "url": "http://h",
             "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": [],
-            "securitySchemes": {"o": {"type": "oauth2", "flows": {}}}});
-        assert!(from_v03(&oauth).unwrap_err().contains("oauth2"));
+            "securitySchemes": {"o": {"type": "mutualTLS"}}});
+        assert!(from_v03(&oauth).unwrap_err().contains("mutualTLS"));
     }
 }

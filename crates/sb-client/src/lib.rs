@@ -7,7 +7,9 @@
 //!   when a verifier is given, its signature; [`discovery::CardCache`] keeps cards for a
 //!   TTL of minutes and forgets one after a failed submission.
 //! - [`interface`]: which of the card's interfaces to call, by the caller's preference.
-//! - [`auth`]: credentials, placed as the card's security schemes say.
+//! - [`auth`]: credentials, placed as the card's security schemes say; [`oauth`]: a
+//!   bearer token from the authorization server the card names (client credentials,
+//!   device code, refresh).
 //! - [`transport`]: the calls of A2A as one trait, whatever the binding and version;
 //!   [`jsonrpc`], [`rest`] (HTTP+JSON) and [`grpc`] implement it, each for 1.0 and (on
 //!   the HTTP bindings) 0.3; [`sse`] reads a streaming answer.
@@ -26,6 +28,7 @@ pub mod grpc;
 pub mod interface;
 pub mod jsonrpc;
 pub mod legacy;
+pub mod oauth;
 pub mod poll;
 pub mod rest;
 pub mod sse;

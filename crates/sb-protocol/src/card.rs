@@ -89,6 +89,57 @@ pub enum SecurityScheme {
         )]
         bearer_format: Option<String>,
     },
+    /// OAuth 2 (spec §4.5.4): where tokens come from, one flow per scheme in 1.0 (the
+    /// proto's oneof); an agent offering two flows declares two schemes.
+    Oauth2SecurityScheme {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Boxed: the largest member by far, and the rarest.
+        flows: Box<OAuthFlows>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            rename = "oauth2MetadataUrl"
+        )]
+        oauth2_metadata_url: Option<String>,
+    },
+    /// OpenID Connect: the provider's discovery document names its endpoints.
+    OpenIdConnectSecurityScheme {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        #[serde(rename = "openIdConnectUrl")]
+        open_id_connect_url: String,
+    },
+}
+
+/// The flows of an OAuth 2 scheme. The 1.0 proto sets exactly one; 0.3 cards (OpenAPI's
+/// form, the same member names) may set several, so each is optional here.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthFlows {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_code: Option<OAuthFlow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_credentials: Option<OAuthFlow>,
+    /// RFC 8628, for clients without a browser (a CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_code: Option<OAuthFlow>,
+}
+
+/// One OAuth 2 flow: its endpoints and the scopes it grants (name → description).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthFlow {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_authorization_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_url: Option<String>,
+    #[serde(default)]
+    pub scopes: BTreeMap<String, String>,
 }
 
 impl SecurityScheme {
@@ -117,6 +168,32 @@ impl SecurityScheme {
                 }
                 if let Some(f) = bearer_format {
                     v["bearerFormat"] = json!(f);
+                }
+                v
+            }
+            Self::Oauth2SecurityScheme {
+                description,
+                flows,
+                oauth2_metadata_url,
+            } => {
+                // OpenAPI's flow objects have the same members as 1.0's.
+                let mut v = json!({"type": "oauth2", "flows": flows});
+                if let Some(d) = description {
+                    v["description"] = json!(d);
+                }
+                if let Some(url) = oauth2_metadata_url {
+                    v["oauth2MetadataUrl"] = json!(url);
+                }
+                v
+            }
+            Self::OpenIdConnectSecurityScheme {
+                description,
+                open_id_connect_url,
+            } => {
+                let mut v =
+                    json!({"type": "openIdConnect", "openIdConnectUrl": open_id_connect_url});
+                if let Some(d) = description {
+                    v["description"] = json!(d);
                 }
                 v
             }
@@ -366,6 +443,31 @@ mod tests {
             v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
             "Bearer"
         );
+    }
+
+    #[test]
+    fn oauth2_and_openid_schemes_read_and_write_as_the_proto_says() {
+        let schemes = json!({
+            "device": {"oauth2SecurityScheme": {"flows": {"deviceCode": {
+                "deviceAuthorizationUrl": "https://as/device", "tokenUrl": "https://as/token",
+                "scopes": {"a2a": "call the agent"}}}}},
+            "oidc": {"openIdConnectSecurityScheme": {
+                "openIdConnectUrl": "https://as/.well-known/openid-configuration"}}
+        });
+        let read: BTreeMap<String, SecurityScheme> =
+            serde_json::from_value(schemes.clone()).unwrap();
+        let SecurityScheme::Oauth2SecurityScheme { flows, .. } = &read["device"] else {
+            panic!("not OAuth 2: {:?}", read["device"]);
+        };
+        let device = flows.device_code.as_ref().unwrap();
+        assert_eq!(device.token_url.as_deref(), Some("https://as/token"));
+        assert_eq!(serde_json::to_value(&read).unwrap(), schemes);
+        assert_eq!(read["device"].to_v03()["type"], "oauth2");
+        assert_eq!(
+            read["device"].to_v03()["flows"]["deviceCode"]["tokenUrl"],
+            "https://as/token"
+        );
+        assert_eq!(read["oidc"].to_v03()["type"], "openIdConnect");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! a key set. The gateway turns it into its authenticator; the card declares the
 //! matching security schemes ([`crate::card::card_security`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,31 @@ pub struct JwtConfig {
     /// The claim naming the principal (default `sub`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal_claim: Option<String>,
+    /// Where callers get these tokens: advertised on the card as OAuth 2 schemes, so a
+    /// client (`switchboard auth login`) knows where to ask without being told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// The authorization server issuing an agent's JWTs, as its card advertises it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// The token endpoint (client credentials, device code, refresh).
+    pub token_url: String,
+    /// The device authorization endpoint (RFC 8628), for people at a terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_authorization_url: Option<String>,
+    /// Whether machines may get tokens with their own client credentials (default yes).
+    #[serde(default = "yes")]
+    pub client_credentials: bool,
+    /// Scopes a caller may ask for: name → description.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scopes: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use sb_protocol::card::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
-    SecurityScheme,
+    OAuthFlow, OAuthFlows, SecurityScheme,
 };
 use sha2::{Digest, Sha256};
 
@@ -209,6 +209,10 @@ pub type SecurityRequirement = BTreeMap<String, Vec<String>>;
 pub const BEARER_SCHEME: &str = "bearer";
 pub const API_KEY_SCHEME: &str = "apiKey";
 pub const JWT_SCHEME: &str = "jwt";
+/// The JWT issuer's client-credentials flow (`auth.jwt.oauth`).
+pub const OAUTH2_SCHEME: &str = "oauth2";
+/// The JWT issuer's device-code flow (`auth.jwt.oauth.device_authorization_url`).
+pub const OAUTH2_DEVICE_SCHEME: &str = "oauth2Device";
 
 /// The security schemes and requirements (any one scheme suffices) of an agent that
 /// authenticates as `auth` says, plus the shared bearer tokens when there are any.
@@ -242,6 +246,46 @@ pub fn card_security(
             },
         );
     }
+    if let Some(oauth) = auth
+        .and_then(|a| a.jwt.as_ref())
+        .and_then(|j| j.oauth.as_ref())
+    {
+        let flow = |device_authorization_url: Option<String>| OAuthFlow {
+            device_authorization_url,
+            token_url: Some(oauth.token_url.clone()),
+            scopes: oauth.scopes.clone(),
+            ..OAuthFlow::default()
+        };
+        let scheme = |description: &str, flows: OAuthFlows| SecurityScheme::Oauth2SecurityScheme {
+            description: Some(description.into()),
+            flows: Box::new(flows),
+            oauth2_metadata_url: None,
+        };
+        if oauth.client_credentials {
+            declare(
+                OAUTH2_SCHEME,
+                scheme(
+                    "a JWT from the operator's authorization server, for a client with its own credentials",
+                    OAuthFlows {
+                        client_credentials: Some(flow(None)),
+                        ..OAuthFlows::default()
+                    },
+                ),
+            );
+        }
+        if let Some(url) = &oauth.device_authorization_url {
+            declare(
+                OAUTH2_DEVICE_SCHEME,
+                scheme(
+                    "a JWT from the operator's authorization server, for a person at a terminal",
+                    OAuthFlows {
+                        device_code: Some(flow(Some(url.clone()))),
+                        ..OAuthFlows::default()
+                    },
+                ),
+            );
+        }
+    }
     if let Some(api) = auth.and_then(|a| a.api_keys.as_ref()) {
         declare(
             API_KEY_SCHEME,
@@ -259,6 +303,40 @@ pub fn card_security(
 mod tests {
     use super::*;
     use crate::definition::{AgentKind, ExtensionDefinition, SkillDefinition};
+
+    #[test]
+    fn an_issuer_of_jwts_is_advertised_as_oauth2_schemes() {
+        let auth: AuthConfig = serde_json::from_value(serde_json::json!({"jwt": {
+            "jwks_url": "https://as/jwks",
+            "oauth": {"token_url": "https://as/token",
+                      "device_authorization_url": "https://as/device",
+                      "scopes": {"a2a": "call the agent"}}
+        }}))
+        .unwrap();
+        let (schemes, requirements) = card_security(Some(&auth), false);
+        let Some(SecurityScheme::Oauth2SecurityScheme { flows, .. }) = schemes.get(OAUTH2_SCHEME)
+        else {
+            panic!("no client-credentials scheme: {schemes:?}");
+        };
+        let machine = flows.client_credentials.as_ref().unwrap();
+        assert_eq!(machine.token_url.as_deref(), Some("https://as/token"));
+        let Some(SecurityScheme::Oauth2SecurityScheme { flows, .. }) =
+            schemes.get(OAUTH2_DEVICE_SCHEME)
+        else {
+            panic!("no device scheme: {schemes:?}");
+        };
+        let device = flows.device_code.as_ref().unwrap();
+        assert_eq!(
+            device.device_authorization_url.as_deref(),
+            Some("https://as/device")
+        );
+        assert!(device.scopes.contains_key("a2a"));
+        assert_eq!(
+            requirements.len(),
+            3,
+            "jwt, oauth2, oauth2Device: any one suffices"
+        );
+    }
 
     #[test]
     fn grpc_address_is_host_and_port() {

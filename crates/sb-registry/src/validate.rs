@@ -158,6 +158,17 @@ fn check_auth(auth: &AuthConfig) -> Result<(), FieldError> {
             "needs exactly one of jwks_file and jwks_url",
         ));
     }
+    if let Some(oauth) = auth.jwt.as_ref().and_then(|j| j.oauth.as_ref()) {
+        let urls = std::iter::once(&oauth.token_url).chain(&oauth.device_authorization_url);
+        for url in urls {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(FieldError::new(
+                    "auth.jwt.oauth",
+                    format!("\"{url}\" is not an http(s) URL"),
+                ));
+            }
+        }
+    }
     if let Some(api) = &auth.api_keys
         && http::HeaderName::from_bytes(api.header.as_bytes()).is_err()
     {
@@ -321,6 +332,7 @@ mod tests {
                         issuer: None,
                         audience: None,
                         principal_claim: None,
+                        oauth: None,
                     }),
                     ..Default::default()
                 })

@@ -118,7 +118,12 @@ struct ServeArgs {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let matches = match Cli::command().try_get_matches_from(&args) {
+    // The a2a-cli configuration files, under the flags and the environment.
+    let command = match crate::client_cli::config_files::prepare(Cli::command(), &args) {
+        Ok(command) => command,
+        Err(message) => return crate::client_cli::config_error(&args, message),
+    };
+    let matches = match command.try_get_matches_from(&args) {
         Ok(matches) => matches,
         Err(error) => {
             if error.use_stderr()
@@ -163,7 +168,7 @@ pub fn main() -> ExitCode {
         Some(Command::Completion { shell }) => {
             clap_complete::generate(
                 shell,
-                &mut Cli::command(),
+                &mut full_command(),
                 "switchboard",
                 &mut std::io::stdout(),
             );
@@ -215,6 +220,11 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line with what is added at run time (`--config` of the client commands).
+fn full_command() -> clap::Command {
+    crate::client_cli::config_files::with_config_flag(Cli::command())
 }
 
 fn read_config(path: Option<&PathBuf>) -> Result<Option<String>, ExitCode> {
@@ -347,5 +357,6 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         super::Cli::command().debug_assert();
+        super::full_command().debug_assert();
     }
 }

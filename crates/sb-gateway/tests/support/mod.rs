@@ -132,6 +132,7 @@ fn config_of(auth: &AgentAuth) -> AuthConfig {
             issuer: None,
             audience: None,
             principal_claim: None,
+            oauth: None,
         }),
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct Agent {
     pub chosen: Chosen,
     pub transport: Arc<dyn Transport>,
     pub had_credentials: bool,
+    /// The bearer is the token `auth login` stored.
+    pub stored_token: bool,
 }
 
 impl Agent {
@@ -43,7 +45,14 @@ impl Agent {
     }
 
     pub(crate) fn call_error(&self, error: sb_client::CallError) -> CliError {
-        CliError::from_call(error, self.had_credentials)
+        let error = CliError::from_call(error, self.had_credentials);
+        match self.stored_token && error.exit == super::error::exit::AUTH {
+            true => error.with_hint(format!(
+                "the stored token was refused: run `switchboard auth login {}` again",
+                self.reference
+            )),
+            false => error,
+        }
     }
 }
 
@@ -62,13 +71,13 @@ pub(crate) fn http_client(opts: &AgentOpts) -> Result<reqwest::Client, CliError>
         .map_err(|e| CliError::internal(format!("cannot build the HTTP client: {e}")))
 }
 
-/// The credentials given by flag or environment (`SWITCHBOARD_TOKEN` after
-/// `A2ACLI_BEARER`), and the service parameters.
+/// The credentials given by flag, environment or `.env` file (`SWITCHBOARD_TOKEN`
+/// after `A2ACLI_BEARER`), and the service parameters.
 pub(crate) fn credentials(opts: &AgentOpts) -> Result<Credentials, CliError> {
     let bearer = opts
         .bearer
         .clone()
-        .or_else(|| std::env::var("SWITCHBOARD_TOKEN").ok())
+        .or_else(|| super::config_files::lookup("SWITCHBOARD_TOKEN"))
         .filter(|t| !t.is_empty());
     let mut headers = Vec::new();
     for param in &opts.svc_params {
@@ -90,7 +99,13 @@ pub(crate) fn credentials(opts: &AgentOpts) -> Result<Credentials, CliError> {
 pub(crate) async fn open(reference: &str, opts: &AgentOpts) -> Result<Agent, CliError> {
     let http = http_client(opts)?;
     let found = card(&http, reference).await?;
-    open_with_client(http, found, reference, opts)
+    // A credential the caller gave wins over the stored token.
+    let given = credentials(opts)?;
+    let stored = match given.bearer.is_none() && given.api_key.is_none() {
+        true => super::stored_auth::bearer_for(&found.url, &found.card, opts.insecure).await?,
+        false => None,
+    };
+    open_with_client(http, found, reference, opts, stored)
 }
 
 /// The agent of a card already read.
@@ -99,7 +114,7 @@ pub(crate) fn open_with(
     reference: &str,
     opts: &AgentOpts,
 ) -> Result<Agent, CliError> {
-    open_with_client(http_client_quiet(opts)?, found, reference, opts)
+    open_with_client(http_client_quiet(opts)?, found, reference, opts, None)
 }
 
 pub(crate) fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
@@ -115,6 +130,7 @@ fn open_with_client(
     found: Discovered,
     reference: &str,
     opts: &AgentOpts,
+    stored: Option<String>,
 ) -> Result<Agent, CliError> {
     let preferences = preferences(&found.card, opts)?;
     let Some(chosen) = sb_client::interface::choose(&found.card, &preferences) else {
@@ -126,7 +142,11 @@ fn open_with_client(
         ))
         .with_hint("try another --a2a-version or --transport"));
     };
-    let credentials = credentials(opts)?;
+    let mut credentials = credentials(opts)?;
+    let stored_token = stored.is_some();
+    if stored.is_some() {
+        credentials.bearer = stored;
+    }
     let placement = credentials.placed_for(Some(&found.card));
     // Where credentials go, by name only: their values are never logged.
     let headers: Vec<&str> = placement.headers.iter().map(|(n, _)| n.as_str()).collect();
@@ -139,6 +159,7 @@ fn open_with_client(
         tenant = ?chosen.tenant,
         credential_headers = ?headers,
         credential_query = ?query,
+        stored_token,
         "interface chosen"
     );
     let transport = sb_client::connect(http, &chosen, placement)
@@ -149,6 +170,7 @@ fn open_with_client(
         chosen,
         transport,
         had_credentials: credentials.bearer.is_some() || credentials.api_key.is_some(),
+        stored_token,
     })
 }
 

@@ -81,7 +81,7 @@ impl CliError {
             true => CliError::local("AUTH_FAILED", exit::AUTH, message)
                 .with_hint("check the token or key (--bearer / A2ACLI_BEARER, --api-key / A2ACLI_API_KEY)"),
             false => CliError::local("CREDENTIALS_MISSING", exit::AUTH, message).with_hint(
-                "pass --bearer (or set A2ACLI_BEARER / SWITCHBOARD_TOKEN) or --api-key (A2ACLI_API_KEY)",
+                "pass --bearer (or set A2ACLI_BEARER / SWITCHBOARD_TOKEN) or --api-key (A2ACLI_API_KEY), or get a token with `switchboard auth login AGENT`",
             ),
         }
     }

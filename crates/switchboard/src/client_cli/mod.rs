@@ -15,12 +15,18 @@
 //!   TCK's mandatory behaviours; `card_schema`: the card against the A2A JSON Schemas.
 //! - Switchboard's own APIs: `switchboard_api` (base URL, token, error bodies),
 //!   `registry_agents` (`agents`), `inbox`, `ceremonies`, `fleet_health` (`health URL`).
+//! - Auth and configuration: `auth` (login, status, logout), `token_store` (the token
+//!   files), `stored_auth` (a stored token attached to calls, renewed);
+//!   `config_files` (the `.env` files under the flags and environment), `config_show`.
 
 mod agent;
 mod artifact_names;
+mod auth;
 mod card;
 mod card_schema;
 mod ceremonies;
+pub(crate) mod config_files;
+mod config_show;
 mod conformance;
 mod conformance_capabilities;
 mod conformance_checks;
@@ -36,8 +42,10 @@ mod push;
 mod registry_agents;
 mod render;
 mod send;
+mod stored_auth;
 mod switchboard_api;
 mod task;
+mod token_store;
 mod wait;
 
 use std::process::ExitCode;
@@ -86,6 +94,13 @@ pub(crate) enum ClientCommand {
     /// pause, resume, delete (`X-API-Key`: --api-key, or the admin --token).
     #[command(subcommand)]
     Ceremonies(ceremonies::CeremoniesCommand),
+    /// OAuth 2.1 login to an agent (device code or client credentials), the stored
+    /// tokens later calls attach, logout.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
+    /// The configuration in effect (read-only): each setting and where it came from.
+    #[command(subcommand)]
+    Config(config_show::ConfigCommand),
 }
 
 impl ClientCommand {
@@ -123,6 +138,11 @@ impl ClientCommand {
             ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
             ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
             ClientCommand::Ceremonies(c) => (Some(&c.key().api.output), false, false),
+            ClientCommand::Auth(c) => {
+                let (output, debug) = c.settings();
+                (Some(output), false, debug)
+            }
+            ClientCommand::Config(c) => (Some(c.output()), false, false),
         }
     }
 }
@@ -204,6 +224,8 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ClientCommand::Agents(command) => registry_agents::run(command).await,
             ClientCommand::Inbox(command) => inbox::run(command).await,
             ClientCommand::Ceremonies(command) => ceremonies::run(command).await,
+            ClientCommand::Auth(command) => auth::run(command).await,
+            ClientCommand::Config(command) => config_show::run(&command, matches),
         }
     });
     // Background work (a stream drained to its end) is not waited for.
@@ -215,6 +237,17 @@ pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitC
             ExitCode::from(error.exit)
         }
     }
+}
+
+/// A configuration file that cannot be read: a usage error (exit 2).
+pub(crate) fn config_error(args: &[String], message: String) -> ExitCode {
+    let json = usage_error_as_json(args, &message);
+    json.unwrap_or_else(|| {
+        CliError::usage(message)
+            .with_hint("fix or remove the file (docs/cli.md, Configuration)")
+            .print(opts::Format::Text, false);
+        ExitCode::from(exit::USAGE)
+    })
 }
 
 /// A usage error clap found, printed as the error envelope when the command line asked

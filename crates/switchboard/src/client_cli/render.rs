@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use sb_protocol::card::{AgentCard, SecurityScheme};
+use sb_protocol::card::{AgentCard, OAuthFlows, SecurityScheme};
 use sb_protocol::requests::ListTasksResponse;
 use sb_protocol::{Message, Part, PartContent, Role, StreamResponse, Task, TaskState};
 
@@ -293,6 +293,11 @@ pub(crate) fn card(card: &AgentCard, url: &str) -> String {
                 format!("API key in {location} {name}")
             }
             SecurityScheme::HttpAuthSecurityScheme { scheme, .. } => format!("HTTP {scheme}"),
+            SecurityScheme::Oauth2SecurityScheme { flows, .. } => oauth_flows(flows),
+            SecurityScheme::OpenIdConnectSecurityScheme {
+                open_id_connect_url,
+                ..
+            } => format!("OpenID Connect {open_id_connect_url}"),
         };
         doc.field("Security Scheme", format!("{name}: {kind}"));
     }
@@ -319,6 +324,26 @@ pub(crate) fn card(card: &AgentCard, url: &str) -> String {
         doc.block(&format!("Skill {}", skill.id), &text);
     }
     doc.render()
+}
+
+/// An OAuth 2 scheme's flows and where each gets its tokens (`auth login` uses them).
+fn oauth_flows(flows: &OAuthFlows) -> String {
+    let named = [
+        ("device code", &flows.device_code),
+        ("client credentials", &flows.client_credentials),
+        ("authorization code", &flows.authorization_code),
+    ];
+    let described: Vec<String> = named
+        .iter()
+        .filter_map(|(name, flow)| {
+            let flow = flow.as_ref()?;
+            Some(format!(
+                "{name} (token URL {})",
+                flow.token_url.as_deref().unwrap_or("not given")
+            ))
+        })
+        .collect();
+    format!("OAuth 2: {}", described.join(", "))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The CLI with `args`, with none of the caller's `A2ACLI_*` or `SWITCHBOARD_*`
-/// settings leaking in.
+/// settings, configuration files or stored tokens leaking in.
 pub(crate) fn cli(args: &[&str]) -> Output {
     cli_env(args, &[])
 }
@@ -23,6 +23,12 @@ pub(crate) fn cli_env(args: &[&str], envs: &[(&str, &str)]) -> Output {
         .env_remove("SWITCHBOARD_TOKEN")
         .env_remove("SWITCHBOARD_API_KEY")
         .env_remove("SWITCHBOARD_URL")
+        .env_remove("A2ACLI_CONFIG")
+        // No global .env file or stored token of the person running the tests.
+        .env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("switchboard-tests-no-config"),
+        )
         .envs(envs.iter().copied())
         .output()
         .unwrap()
