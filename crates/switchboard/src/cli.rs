@@ -17,7 +17,8 @@ const EXIT_USAGE: u8 = 64;
 
 /// The exit statuses of the client commands (docs/cli.md); stable.
 const EXIT_STATUSES: &str = "\
-Exit statuses of the client commands (card, send, answer, task, push, agents, inbox):
+Exit statuses of the client commands (card, send, answer, task, push, auth, config,
+conformance, agents, inbox, ceremonies):
   0  success: the command did its job, whatever the task's outcome (named on stderr)
   1  failure: a protocol error (its A2A name, e.g. TaskNotFoundError) or an unusable card
   2  usage: invalid arguments or flags
