@@ -57,6 +57,17 @@ cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
 cargo build --locked -p switchboard
+
+# The ceremonies' tests that wait minutes for cron (ignored by a plain `cargo test`) run
+# in the background, from their binaries (no cargo lock held), while the interop stages
+# run; their result is collected before the closing tally.
+echo "== ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
+slow_tests=$(cargo test -p switchboard --locked --test cluster_ceremonies --test ceremonies_restart --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["test"]]')
+[ -n "$slow_tests" ] || { echo "the ceremonies' slow test binaries were not found" >&2; exit 1; }
+(cd crates/switchboard && for exe in $slow_tests; do "$exe" --ignored || exit 1; done) > target/ceremonies-slow.log 2>&1 &
+slow=$!
+
 echo "== deployment files"
 bash scripts/validate-deploy.sh
 
@@ -65,7 +76,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 data_dir=$(mktemp -d)
 ./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" --webhook-allow 127.0.0.1/32 > target/interop-server.log 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
+trap 'kill $slow $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
 
 echo "== MCP (official MCP Python SDK over stdio and streamable HTTP, against its own all-in-one)"
@@ -79,7 +90,7 @@ SWITCHBOARD_URL="http://127.0.0.1:$port" "$PYVENV_PYTHON" tests/readme/tour.py 2
 
 echo "== interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
 cluster_dir=$(mktemp -d)
-trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"; CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down >/dev/null 2>&1 || true; rm -rf "$cluster_dir"' EXIT
+trap 'kill $slow $server 2>/dev/null || true; rm -rf "$data_dir"; CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down >/dev/null 2>&1 || true; rm -rf "$cluster_dir"' EXIT
 # A short MCP wait, so the MCP suite's long-work cases (MCP tasks) run through /mcp too.
 printf '[mcp]\nwait_secs = 3\n' > "$cluster_dir/switchboard.toml"
 CLUSTER_DIR="$cluster_dir" SWITCHBOARD_BIN=target/debug/switchboard SWITCHBOARD_WEBHOOK_ALLOW=127.0.0.1/32 \
@@ -124,6 +135,14 @@ cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee
 echo "== the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
 bash tests/oauth/install.sh
 cargo test -p switchboard --test cli_oauth --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+
+echo "== ceremonies over minutes of cron (the background run started after cargo test)"
+if ! wait "$slow"; then
+  cat target/ceremonies-slow.log
+  echo "the ceremonies' slow tests failed" >&2
+  exit 1
+fi
+tee -a target/cargo-test.log < target/ceremonies-slow.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed" (interop and MCP), node's "ℹ pass N" / "ℹ fail N", the Python worker's and
