@@ -75,14 +75,7 @@ pub(crate) fn check_json_content_type(headers: &HeaderMap) -> Result<(), A2AErro
     let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
         return Ok(());
     };
-    let media = value
-        .to_str()
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let media = sb_protocol::media_type_essence(value.to_str().unwrap_or_default());
     if media == "application/json" || media == "application/a2a+json" {
         return Ok(());
     }

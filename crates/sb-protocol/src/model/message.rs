@@ -64,6 +64,17 @@ pub enum PartContent {
     Data(Value),
 }
 
+/// A media type without its parameters, lower-cased (`Text/Markdown; charset=utf-8` →
+/// `text/markdown`), for comparing a part's `mediaType` or a `Content-Type` header.
+pub fn media_type_essence(media_type: &str) -> String {
+    media_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// A piece of message or artifact content (1.0 `Part`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PartWire", into = "PartWire")]
@@ -247,6 +258,15 @@ pub fn new_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_media_types_essence_drops_its_parameters_and_case() {
+        assert_eq!(
+            super::media_type_essence(" Text/Markdown ; charset=utf-8"),
+            "text/markdown"
+        );
+        assert_eq!(super::media_type_essence(""), "");
+    }
+
     use serde_json::{Value, json};
 
     use super::{Part, PartContent, new_id};

@@ -24,7 +24,7 @@ use crate::serde_util::json_kind;
 pub use event::{
     Artifact, SendMessageResponse, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent,
 };
-pub use message::{Message, Part, PartContent, Role, new_id};
+pub use message::{Message, Part, PartContent, Role, media_type_essence, new_id};
 pub use push::{AuthenticationInfo, TaskPushNotificationConfig};
 pub use task::{Task, TaskState, TaskStatus};
 

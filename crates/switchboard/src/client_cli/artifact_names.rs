@@ -4,7 +4,7 @@
 //! untrusted input: it must not climb out of the directory (`..`, `/`, `\`, a drive
 //! letter), hide a control character in a terminal, or be empty.
 
-use sb_protocol::{Artifact, Part, PartContent};
+use sb_protocol::{Artifact, Part, PartContent, media_type_essence};
 
 /// The longest name kept, in bytes (file systems take 255).
 const MAX_NAME_BYTES: usize = 200;
@@ -52,15 +52,7 @@ pub(crate) fn sanitize(name: &str) -> Option<String> {
 /// The extension a part's content is saved with: text by its media type, data as
 /// JSON, a file by its media type.
 fn extension(part: &Part) -> &'static str {
-    let media = part
-        .media_type
-        .as_deref()
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let media = media_type_essence(part.media_type.as_deref().unwrap_or_default());
     match &part.content {
         PartContent::Text(_) if media == "text/markdown" => "md",
         PartContent::Text(_) => "txt",
