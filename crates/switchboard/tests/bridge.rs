@@ -12,33 +12,20 @@ mod metrics;
 #[path = "support/process.rs"]
 mod process;
 
-use std::process::Child;
 use std::time::Duration;
 
-use process::{free_port, serve};
+use process::{Reaped, Served, free_port, serve};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "bridge-admin-token-0123456789";
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The upstream: Switchboard serving `bench`, its registry writable with [`ADMIN`].
-async fn upstream() -> (Running, String) {
-    let port = free_port();
+async fn upstream() -> (Served, String) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/switchboard.toml");
-    let child = serve(
-        port,
-        &["--memory", "--config", config, "--admin-token", ADMIN],
-    )
-    .await;
-    (Running(child), format!("http://127.0.0.1:{port}"))
+    let args = ["--memory", "--config", config, "--admin-token", ADMIN];
+    let served = serve(free_port(), &args).await;
+    let base = served.base.clone();
+    (served, base)
 }
 
 /// The bridge's configuration: `bridged` fronting `url`, with `upstream` settings.
@@ -51,9 +38,9 @@ fn bridge_config(dir: &tempfile::TempDir, url: &str, upstream: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-async fn bridge(port: u16, config: &str, data: &tempfile::TempDir) -> Running {
+async fn bridge(port: u16, config: &str, data: &tempfile::TempDir) -> Served {
     let data = data.path().to_string_lossy().into_owned();
-    Running(serve(port, &["--config", config, "--data-dir", &data]).await)
+    serve(port, &["--config", config, "--data-dir", &data]).await
 }
 
 /// The bridged agent's JSON-RPC endpoint on the bridge at `base`.
@@ -275,8 +262,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
     let orphan = send(&base, "hold", "m-orphan", false).await;
     let orphan_id = orphan["id"].as_str().unwrap();
     until_state(&base, orphan_id, "TASK_STATE_WORKING", 10).await;
-    upstream.0.kill().unwrap();
-    upstream.0.wait().unwrap();
+    upstream.kill();
     let failed = until_state(&base, orphan_id, "TASK_STATE_FAILED", 15).await;
     let reason = status_text(&failed);
     assert!(
@@ -292,7 +278,7 @@ async fn a_bridged_agent_runs_upstream_tasks_to_their_end() {
 #[tokio::test]
 async fn a_message_reply_stays_a_message_and_an_input_request_round_trips() {
     let port = free_port();
-    let _upstream = Running(serve(port, &["--memory"]).await);
+    let _upstream = serve(port, &["--memory"]).await;
     let up = format!("http://127.0.0.1:{port}");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("bridge.toml");
@@ -393,8 +379,7 @@ async fn after_kill_9_a_bridged_task_is_followed_again_and_each_event_mirrored_o
     let task = send(&base, "tick 12 250 0", "m-long", false).await;
     let id = task["id"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    first.0.kill().unwrap(); // SIGKILL
-    first.0.wait().unwrap();
+    first.kill(); // SIGKILL
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let _second = bridge(port, &config, &dir).await;
     let done = until_state(&base, &id, "TASK_STATE_COMPLETED", 20).await;
@@ -452,7 +437,7 @@ async fn the_bridged_card_follows_the_upstream_card_and_its_drift_is_kept() {
 
 /// `bench/peers/run-{name}.sh` (an official SDK server running the bench agent's
 /// contract) on a free port, once its card answers.
-async fn sdk_peer(name: &str, args: &[&str]) -> (Running, String) {
+async fn sdk_peer(name: &str, args: &[&str]) -> (Reaped, String) {
     let port = free_port();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/peers");
     let child = std::process::Command::new("bash")
@@ -462,7 +447,7 @@ async fn sdk_peer(name: &str, args: &[&str]) -> (Running, String) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let peer = Running(child);
+    let peer = Reaped(child);
     let base = format!("http://127.0.0.1:{port}");
     for _ in 0..300 {
         if reqwest::get(format!("{base}/.well-known/agent-card.json"))

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
-use std::process::{Child, Command, Output};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -15,58 +15,27 @@ mod cli_support;
 mod process;
 
 use cli_support::{cli, cli_env, field, json, stderr, stdout};
+use process::Served;
 
 const STORY: &str = "the user is vegetarian\nthe user ordered a steak\nthe user likes cats";
 
-struct Server {
-    base: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn agent(&self, name: &str) -> String {
-        format!("{}/agents/{name}", self.base)
-    }
-}
-
 /// The all-in-one with the built-in agents; `consolidate` pauses 100 ms per transcript.
-async fn start() -> Server {
+async fn start() -> Served {
     start_with("", &[]).await
 }
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// The same, with `consolidate_extra` in consolidate's definition and `args`.
-async fn start_with(consolidate_extra: &str, args: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\
-             {consolidate_extra}\n\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
-             [[agents]]\nname = \"conformance\"\nkind = \"conformance\"\n"
-        ),
-    )
-    .unwrap();
-    let port = process::free_port();
-    let config = config.to_string_lossy().into_owned();
-    let mut all = vec!["--config", config.as_str(), "--memory"];
+async fn start_with(consolidate_extra: &str, args: &[&str]) -> Served {
+    let config = format!(
+        "[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 100\n\
+         {consolidate_extra}\n\n[[agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
+         [[agents]]\nname = \"conformance\"\nkind = \"conformance\"\n"
+    );
+    let mut all = vec!["--memory"];
     all.extend_from_slice(args);
-    let child = process::serve(port, &all).await;
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        child,
-        _dir: dir,
-    }
+    process::serve_config(&config, &all).await
 }
 
 #[tokio::test]

@@ -23,14 +23,7 @@ use serde_json::Value;
 #[path = "support/process.rs"]
 mod process;
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use process::{Reaped, Served};
 
 fn oauth_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/oauth")
@@ -65,7 +58,7 @@ struct World {
     agent: String,
     home: tempfile::TempDir,
     _provider: Reaped,
-    _server: Reaped,
+    _server: Served,
 }
 
 async fn world() -> World {
@@ -94,7 +87,7 @@ async fn world() -> World {
         agent,
         home,
         _provider: provider,
-        _server: Reaped(server),
+        _server: server,
     }
 }
 

@@ -11,26 +11,22 @@
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 #[path = "support/cli.rs"]
 mod cli_support;
+#[path = "support/process.rs"]
+mod process;
 
 use cli_support::{cli, field, json, stdout};
+use process::Reaped;
 
 struct Upstream {
-    child: Child,
+    process: Reaped,
     base: String,
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The Python SDK's consolidate on a free port, once its card answers.
@@ -41,11 +37,7 @@ async fn python_consolidate() -> Upstream {
     let python = cache.join("switchboard-interop/upstream-venv/bin/python");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/interop/upstreams/python/upstream.py");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = process::free_port();
     let child = Command::new(python)
         .arg(script)
         .args(["--agent", "consolidate", "--port", &port.to_string()])
@@ -57,12 +49,12 @@ async fn python_consolidate() -> Upstream {
             panic!("cannot start the Python upstream (is its venv installed?): {e}")
         });
     let mut upstream = Upstream {
-        child,
+        process: Reaped(child),
         base: format!("http://127.0.0.1:{port}"),
     };
     let card = format!("{}/.well-known/agent-card.json", upstream.base);
     for _ in 0..300 {
-        if let Ok(Some(status)) = upstream.child.try_wait() {
+        if let Ok(Some(status)) = upstream.process.0.try_wait() {
             panic!("the Python upstream exited ({status}); is it installed?");
         }
         if reqwest::get(&card)

@@ -6,22 +6,18 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[path = "support/process.rs"]
 mod process;
 
-struct Cleanup {
-    server: Child,
-    socket: String,
-}
+/// The tmux server of the test, killed when the test ends, passed or failed.
+struct TmuxServer(String);
 
-impl Drop for Cleanup {
+impl Drop for TmuxServer {
     fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-        let _ = tmux(&self.socket, &["kill-server"]);
+        let _ = tmux(&self.0, &["kill-server"]);
     }
 }
 
@@ -44,21 +40,15 @@ async fn send_shows_a_spinner_and_status_line_then_only_the_result() {
         eprintln!("SKIPPED: tmux is not installed (scripts/test.sh installs it)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
+    let server = process::serve_config(
         "default_agent = \"consolidate\"\n[[agents]]\nname = \"consolidate\"\nkind = \"consolidate\"\npause_ms = 700\n",
+        &["--memory"],
     )
-    .unwrap();
-    let port = process::free_port();
-    let config_path = config.to_string_lossy().into_owned();
-    let server = process::serve(port, &["--config", &config_path, "--memory"]).await;
+    .await;
+    let port = server.port;
     let socket = format!("sb-cli-test-{}", std::process::id());
-    let _cleanup = Cleanup {
-        server,
-        socket: socket.clone(),
-    };
+    let _tmux = TmuxServer(socket.clone());
+    let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("run.sh");
     std::fs::write(
         &script,

@@ -10,12 +10,11 @@
 #[path = "support/process.rs"]
 mod process;
 
-use std::process::Child;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use process::{free_port, serve};
+use process::{Served, free_port, serve};
 use sb_client::drive::{
     Answer, Cancellation, DriveError, DriveSettings, Driver, Outcome, user_text,
 };
@@ -31,25 +30,8 @@ const TRANSCRIPTS: &str =
 const ANSWER: &str = "Yes, the user is vegetarian; the steak was ordered for a friend.";
 
 /// Switchboard serving the built-in agents, killed when dropped.
-struct Running {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn switchboard() -> Running {
-    let port = free_port();
-    let child = serve(port, &["--memory"]).await;
-    Running {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
+async fn switchboard() -> Served {
+    serve(free_port(), &["--memory"]).await
 }
 
 fn http() -> reqwest::Client {
@@ -59,7 +41,7 @@ fn http() -> reqwest::Client {
         .unwrap()
 }
 
-fn agent_url(server: &Running, agent: &str) -> String {
+fn agent_url(server: &Served, agent: &str) -> String {
     format!("{}/agents/{agent}/", server.base)
 }
 
@@ -68,7 +50,7 @@ fn driver(url: &str, settings: DriveSettings) -> Driver {
 }
 
 /// A transport of our own to the agent, to look at its tasks beside the driver.
-async fn transport(server: &Running, agent: &str) -> Arc<dyn Transport> {
+async fn transport(server: &Served, agent: &str) -> Arc<dyn Transport> {
     let found = discover(&http(), &agent_url(server, agent), None)
         .await
         .unwrap();

@@ -18,27 +18,23 @@ use sb_protocol::{
 };
 use serde_json::json;
 use switchboard::config::{self, Overrides};
-use tokio_util::sync::CancellationToken;
 
-/// Serves the default agents on a free port until the token is canceled.
-async fn start(overrides: Overrides) -> (String, CancellationToken) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let overrides = Overrides {
-        memory: true,
-        listen: Some(address),
-        ..overrides
-    };
-    let config = config::load(None, overrides).unwrap();
-    let stop = CancellationToken::new();
-    let shutdown = stop.clone().cancelled_owned();
-    tokio::spawn(async move {
-        switchboard::Switchboard::new(config)
-            .serve(listener, shutdown)
-            .await
-            .unwrap();
-    });
-    (format!("http://{address}"), stop)
+#[path = "support/in_process.rs"]
+mod in_process;
+
+use in_process::InProcess;
+
+/// Serves the default agents on a free port until dropped.
+async fn start(overrides: Overrides) -> InProcess {
+    in_process::serve(|address| {
+        let overrides = Overrides {
+            memory: true,
+            listen: Some(address),
+            ..overrides
+        };
+        switchboard::Switchboard::new(config::load(None, overrides).unwrap())
+    })
+    .await
 }
 
 /// The gRPC transport the agent's card leads to, sending `placement`.
@@ -104,7 +100,8 @@ async fn collect(stream: sb_client::EventStream) -> Vec<StreamItem> {
 
 #[tokio::test]
 async fn tasks_over_grpc_from_send_to_subscribe() {
-    let (base, stop) = start(Overrides::default()).await;
+    let server = start(Overrides::default()).await;
+    let base = server.base.clone();
     let echo = connect(&base, "echo", Placement::default()).await;
 
     // Blocking send: the finished task, its artifact and history.
@@ -180,7 +177,6 @@ async fn tasks_over_grpc_from_send_to_subscribe() {
         .await
         .unwrap();
     assert!(collect(nothing).await.is_empty());
-    stop.cancel();
 }
 
 #[tokio::test]
@@ -189,7 +185,8 @@ async fn open_tasks_are_canceled_and_carry_push_configs() {
         webhook_allow: vec!["127.0.0.1/32".into()],
         ..Overrides::default()
     };
-    let (base, stop) = start(overrides).await;
+    let server = start(overrides).await;
+    let base = server.base.clone();
     let agent = connect(&base, "conformance", Placement::default()).await;
 
     // returnImmediately: the task as created, still open (this agent works until
@@ -226,7 +223,6 @@ async fn open_tasks_are_canceled_and_carry_push_configs() {
         stored.status.message.unwrap().role,
         sb_protocol::Role::Agent
     );
-    stop.cancel();
 }
 
 #[tokio::test]
@@ -235,7 +231,8 @@ async fn bearer_credentials_reach_the_server_as_metadata() {
         auth_tokens: vec!["alice=tok-alice".into(), "bob=tok-bob".into()],
         ..Overrides::default()
     };
-    let (base, stop) = start(overrides).await;
+    let server = start(overrides).await;
+    let base = server.base.clone();
     let bearer = |token: &str| Placement {
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
         ..Placement::default()
@@ -255,7 +252,6 @@ async fn bearer_credentials_reach_the_server_as_metadata() {
     let bob = connect(&base, "echo", bearer("tok-bob")).await;
     let hidden = refusal(bob.get_task(&task.id, None).await);
     assert_eq!(hidden.kind, ErrorKind::TaskNotFound);
-    stop.cancel();
 }
 
 #[tokio::test]

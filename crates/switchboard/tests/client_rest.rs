@@ -17,40 +17,25 @@ use sb_protocol::{
 };
 use serde_json::{Value, json};
 use switchboard::config::{self, Overrides};
-use tokio_util::sync::CancellationToken;
+
+#[path = "support/in_process.rs"]
+mod in_process;
+
+use in_process::InProcess;
 
 /// Switchboard serving on a free port until dropped.
-struct Server {
-    base: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn start() -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let overrides = Overrides {
-        memory: true,
-        public_url: Some(base.clone()),
-        // Webhook targets on this host are refused unless trusted.
-        webhook_allow: vec!["127.0.0.1/32".into()],
-        ..Overrides::default()
-    };
-    let config = config::load(None, overrides).unwrap();
-    let stop = CancellationToken::new();
-    let shutdown = stop.clone().cancelled_owned();
-    tokio::spawn(async move {
-        switchboard::Switchboard::new(config)
-            .serve(listener, shutdown)
-            .await
-            .unwrap();
-    });
-    Server { base, stop }
+async fn start() -> InProcess {
+    in_process::serve(|address| {
+        let overrides = Overrides {
+            memory: true,
+            public_url: Some(format!("http://{address}")),
+            // Webhook targets on this host are refused unless trusted.
+            webhook_allow: vec!["127.0.0.1/32".into()],
+            ..Overrides::default()
+        };
+        switchboard::Switchboard::new(config::load(None, overrides).unwrap())
+    })
+    .await
 }
 
 fn http() -> reqwest::Client {
@@ -61,7 +46,7 @@ fn http() -> reqwest::Client {
 }
 
 /// The HTTP+JSON interface of `version` that the agent's card names, connected.
-async fn client(server: &Server, agent: &str, version: &str) -> Arc<dyn Transport> {
+async fn client(server: &InProcess, agent: &str, version: &str) -> Arc<dyn Transport> {
     let url = format!("{}/agents/{agent}", server.base);
     let found = discover(&http(), &url, None).await.unwrap();
     let preferences = Preferences {

@@ -4,15 +4,16 @@
 //! restart of every process, is found by search, and is removed from both within a
 //! second.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; the worker is killed and reaped
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the children
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/cluster.rs"]
 mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use process::Reaped;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::{ADMIN_TOKEN, Cluster, ONE_AT_A_TIME, message, raw_rpc, state, wait_for};
@@ -64,11 +65,11 @@ async fn until_card(gateway: &str, agent: &str, wanted: StatusCode) -> Duration 
 
 /// A `switchboard worker` serving the agents of `toml` for the cluster's task-state
 /// service.
-fn worker(cluster: &Cluster, toml: &str) -> Child {
+fn worker(cluster: &Cluster, toml: &str) -> Reaped {
     let config = cluster.dir.path().join("worker.toml");
     std::fs::write(&config, toml).unwrap();
     let tasks = format!("http://127.0.0.1:{}", cluster.ports("tasks")[0]);
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["worker", "--tasks-url", &tasks])
         .arg("--config")
         .arg(&config)
@@ -76,7 +77,8 @@ fn worker(cluster: &Cluster, toml: &str) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Reaped(child)
 }
 
 fn names(found: &Value) -> Vec<String> {
@@ -135,8 +137,7 @@ async fn an_agent_put_through_one_gateway_lives_on_every_gateway() {
     })
     .await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], "hello notes");
-    let _ = runner.kill();
-    let _ = runner.wait();
+    runner.kill();
 
     // Search, on the other gateway: by skill, by tag, by a word of an example.
     for query in ["skill=note.find", "tag=notes", "q=oat"] {
@@ -256,6 +257,5 @@ async fn a_bridged_agent_put_at_runtime_is_run_by_the_workers() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    upstream.kill().unwrap();
-    upstream.wait().unwrap();
+    upstream.kill();
 }

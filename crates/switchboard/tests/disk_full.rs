@@ -6,12 +6,17 @@
 //! mounted the test says so and does not run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
-use std::net::TcpListener;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+#[path = "support/process.rs"]
+mod process;
+
+use process::Served;
 
 /// A tmpfs of a few megabytes, unmounted on drop.
 struct SmallDisk(PathBuf);
@@ -41,51 +46,18 @@ impl Drop for SmallDisk {
     }
 }
 
-struct Server {
-    child: Child,
-    addr: String,
+async fn start(data_dir: &Path) -> Served {
+    let args = [OsStr::new("--data-dir"), data_dir.as_os_str()];
+    process::serve_quiet(process::free_port(), &args).await
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start(data_dir: &Path) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["serve", "--listen", &addr])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..200 {
-        if reqwest::get(format!("http://{addr}/healthz")).await.is_ok() {
-            return Server { child, addr };
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("switchboard did not become healthy");
-}
-
-/// A blocking SendMessage to the echo agent with `text`; the JSON-RPC response.
-async fn send(server: &Server, text: &str) -> Value {
+async fn send(server: &Served, text: &str) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"role": "ROLE_USER", "messageId": uuid(), "parts": [{"text": text}]}}});
     let response = tokio::time::timeout(
         Duration::from_secs(10),
         reqwest::Client::new()
-            .post(format!("http://{}/agents/echo/a2a", server.addr))
+            .post(format!("{}/agents/echo/a2a", server.base))
             .header("A2A-Version", "1.0")
             .json(&body)
             .send(),
@@ -104,8 +76,8 @@ fn uuid() -> String {
     format!("m-{nanos}")
 }
 
-async fn health(server: &Server) -> (u16, String) {
-    let response = reqwest::get(format!("http://{}/healthz", server.addr))
+async fn health(server: &Served) -> (u16, String) {
+    let response = reqwest::get(format!("{}/healthz", server.base))
         .await
         .unwrap();
     (response.status().as_u16(), response.text().await.unwrap())
@@ -161,7 +133,7 @@ async fn a_full_disk_fails_writes_clearly_and_health_reports_it() {
     let body = reported.expect("/healthz reports the broken store");
     assert!(body.contains("disk full"), "{body}");
     let probe = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["health", &server.addr])
+        .args(["health", &format!("127.0.0.1:{}", server.port)])
         .output()
         .unwrap();
     // Fails because the server answered unhealthy: not because it is gone (a crash),

@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::config::{self, Config, Overrides, Service};
-use tokio_util::sync::CancellationToken;
+
+#[path = "support/in_process.rs"]
+mod in_process;
+
+use in_process::InProcess;
 
 /// The example's agent, so what the example shows is what is tested.
 #[path = "../examples/embedded_agent.rs"]
@@ -23,20 +27,9 @@ fn memory_config(toml: Option<&str>) -> Config {
     config::load(toml, overrides).unwrap()
 }
 
-/// Serves `shout` (and the configured agents) on a free port until the token is canceled.
-async fn start(config: Config) -> (String, CancellationToken) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let shutdown = stop.clone().cancelled_owned();
-    tokio::spawn(async move {
-        switchboard::Switchboard::new(config)
-            .agent("shout", Shout)
-            .serve(listener, shutdown)
-            .await
-            .unwrap();
-    });
-    (base, stop)
+/// Serves `shout` (and the configured agents) on a free port until dropped.
+async fn start(config: Config) -> InProcess {
+    in_process::serve(|_| switchboard::Switchboard::new(config).agent("shout", Shout)).await
 }
 
 async fn send(base: &str, text: &str, token: Option<&str>) -> reqwest::Response {
@@ -62,7 +55,8 @@ async fn card(base: &str) -> Value {
 
 #[tokio::test]
 async fn an_agent_written_in_rust_is_served_in_process() {
-    let (base, stop) = start(memory_config(None)).await;
+    let server = start(memory_config(None)).await;
+    let base = server.base.clone();
     let reply: Value = send(&base, "hello", None).await.json().await.unwrap();
     let task = &reply["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{reply}");
@@ -77,7 +71,6 @@ async fn an_agent_written_in_rust_is_served_in_process() {
         .await
         .unwrap();
     assert_eq!(echo.status(), 200);
-    stop.cancel();
 }
 
 #[tokio::test]
@@ -91,7 +84,8 @@ async fn an_embedded_agent_takes_its_settings_from_its_config_entry() {
         [agents.auth]
         bearer = [{ principal = "alice", token = "s3cr3t-token-for-alice" }]
     "#;
-    let (base, stop) = start(memory_config(Some(toml))).await;
+    let server = start(memory_config(Some(toml))).await;
+    let base = server.base.clone();
     assert_eq!(send(&base, "hi", None).await.status(), 401);
     let reply: Value = send(&base, "hi", Some("s3cr3t-token-for-alice"))
         .await
@@ -104,7 +98,6 @@ async fn an_embedded_agent_takes_its_settings_from_its_config_entry() {
     );
     let card = card(&base).await;
     assert_eq!(card["description"], "Capitals, with a password", "{card}");
-    stop.cancel();
 }
 
 #[tokio::test]

@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 
-use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,36 +15,13 @@ mod process;
 #[path = "support/webhook_receiver.rs"]
 mod webhook_receiver;
 
+use process::Served;
+
 const ADMIN: &str = "fleet-admin-token-0123456789";
 
-struct Server {
-    base: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start(extra: &str) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    let text = format!("default_agent = \"\"\n{extra}\n{}", drill::AGENTS);
-    std::fs::write(&config, text).unwrap();
-    let port = process::free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let config = config.to_string_lossy().into_owned();
-    let args = ["--config", &config, "--memory", "--admin-token", ADMIN];
-    let child = process::serve(port, &args).await;
-    Server {
-        base,
-        child,
-        _dir: dir,
-    }
+async fn start(extra: &str) -> Served {
+    let config = format!("default_agent = \"\"\n{extra}\n{}", drill::AGENTS);
+    process::serve_config(&config, &["--memory", "--admin-token", ADMIN]).await
 }
 
 async fn health(base: &str, token: Option<&str>, query: &str) -> reqwest::Response {

@@ -3,50 +3,19 @@
 //! keeps working on the same listener.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use sb_a2a_grpc::pb;
 use sb_a2a_grpc::pb::a2a_service_client::A2aServiceClient;
 use serde_json::Value;
 
-struct Server(Child);
+#[path = "support/process.rs"]
+mod process;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use process::Served;
 
-async fn start() -> (Server, String) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "serve",
-            "--memory",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(["--default-agent", "echo"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
-            return (Server(child), base);
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("switchboard did not become healthy");
+async fn start() -> Served {
+    let args = ["--memory", "--default-agent", "echo"];
+    process::serve(process::free_port(), &args).await
 }
 
 async fn grpc_interface(card_url: &str) -> (String, String) {
@@ -63,12 +32,13 @@ async fn grpc_interface(card_url: &str) -> (String, String) {
 
 #[tokio::test]
 async fn cards_lead_grpc_clients_to_their_agent() {
-    let (_server, base) = start().await;
+    let server = start().await;
+    let base = &server.base;
     let (url, tenant) = grpc_interface(&format!(
         "{base}/agents/conformance/.well-known/agent-card.json"
     ))
     .await;
-    assert_eq!(format!("http://{url}"), base, "host:port of the listener");
+    assert_eq!(&format!("http://{url}"), base, "host:port of the listener");
     assert_eq!(tenant, "conformance");
     let mut client = A2aServiceClient::connect(format!("http://{url}"))
         .await

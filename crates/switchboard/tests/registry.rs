@@ -10,18 +10,24 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::ffi::OsString;
-use std::process::{Child, Command};
 
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/webhook_receiver.rs"]
 mod webhook_receiver;
 
+use process::Served;
+
 const ADMIN: &str = "registry-admin-token-0123456789";
 
-struct Server {
-    base: String,
-    child: Child,
+/// The all-in-one, with the calls the tests make to its registry.
+struct Server(Served);
+
+impl std::ops::Deref for Server {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.0
+    }
 }
 
 impl Server {
@@ -44,19 +50,12 @@ impl Server {
         if admin {
             args.extend(["--admin-token".into(), ADMIN.into()]);
         }
-        let child = process::serve(port, &args).await;
-        Server { base, child }
-    }
-
-    fn port(&self) -> u16 {
-        self.base.rsplit(':').next().unwrap().parse().unwrap()
+        Server(process::serve(port, &args).await)
     }
 
     /// Stops the process the way an orchestrator does (SIGTERM), and waits for it.
     fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let _ = self.child.wait();
+        self.0.process.terminate();
     }
 
     async fn put(&self, name: &str, definition: Value) -> reqwest::Response {
@@ -431,7 +430,7 @@ async fn registrations_survive_a_restart_and_the_file_wins_over_them() {
     echo["name"] = json!("echo");
     assert_eq!(server.put("echo", echo).await.status(), StatusCode::OK);
     let (before, before_etag) = server.card("notes").await;
-    let port = server.port();
+    let port = server.port;
     server.stop();
 
     let server = Server::start_on(port, Some(dir.path()), true).await;
@@ -464,13 +463,6 @@ async fn cards_are_signed_with_the_key_the_jwks_serves() {
     let (_, again) = server.get("/.well-known/jwks.json").await;
     assert_eq!(again, jwks);
     server.stop();
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

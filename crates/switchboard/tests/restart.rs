@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)] // test harness; Drop reaps the child
 use std::path::Path;
-use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -12,9 +11,16 @@ use serde_json::{Value, json};
 #[path = "support/process.rs"]
 mod process;
 
-struct Server {
-    child: Child,
-    base: String,
+use process::Served;
+
+/// The all-in-one over a data directory, with the calls the tests make to it.
+struct Server(Served);
+
+impl std::ops::Deref for Server {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.0
+    }
 }
 
 impl Server {
@@ -23,17 +29,13 @@ impl Server {
     }
 
     async fn start_with(data_dir: &Path, extra: &[&str]) -> Server {
-        let port = process::free_port();
         let mut args = vec![std::ffi::OsStr::new("--data-dir"), data_dir.as_os_str()];
         args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let child = process::serve(port, &args).await;
-        let base = format!("http://127.0.0.1:{port}");
-        Server { child, base }
+        Server(process::serve(process::free_port(), &args).await)
     }
 
     fn kill_9(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        self.0.kill();
     }
 
     async fn rpc(&self, agent: &str, method: &str, params: Value) -> Value {
@@ -74,13 +76,6 @@ impl Server {
 
     async fn get(&self, agent: &str, id: &str) -> Value {
         self.rpc(agent, "GetTask", json!({"id": id})).await
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -223,9 +218,7 @@ async fn sigterm_drains_streams_and_exits() {
     let first = body.next().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("TASK_STATE_SUBMITTED"));
 
-    let pid = server.child.id().to_string();
-    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(status.success());
+    server.process.sigterm();
     let mut relayed = String::from_utf8_lossy(&first).into_owned();
     let drained = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(Ok(chunk)) = body.next().await {
@@ -244,7 +237,7 @@ async fn sigterm_drains_streams_and_exits() {
     let mut server = server;
     let mut exit = None;
     for _ in 0..150 {
-        if let Some(status) = server.child.try_wait().unwrap() {
+        if let Some(status) = server.0.process.0.try_wait().unwrap() {
             exit = Some(status);
             break;
         }
@@ -648,7 +641,8 @@ async fn metrics_are_scraped() {
 async fn transparent_huge_pages_are_off() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path()).await;
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.process.0.id())).unwrap();
     assert!(
         status
             .lines()

@@ -14,7 +14,11 @@ use sb_protocol::card::AgentSkill;
 use sb_protocol::{Message, Part, TaskState};
 use serde_json::{Value, json};
 use switchboard::config::{self, Overrides};
-use tokio_util::sync::CancellationToken;
+
+#[path = "support/in_process.rs"]
+mod in_process;
+
+use in_process::InProcess;
 
 #[path = "support/cluster.rs"]
 mod cluster;
@@ -98,18 +102,7 @@ impl Agent for Worker {
     }
 }
 
-struct Server {
-    base: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn start() -> Server {
+async fn start() -> InProcess {
     let toml = r#"
 default_agent = ""
 [fleet.router]
@@ -124,10 +117,6 @@ pause_ms = 5
         ..Overrides::default()
     };
     let config = config::load(Some(toml), overrides).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let shutdown = stop.clone().cancelled_owned();
     let flaky = Worker {
         flaky: true,
         ..Worker::new("summarize")
@@ -140,7 +129,7 @@ pause_ms = 5
         holds: true,
         ..Worker::new("wait")
     };
-    tokio::spawn(async move {
+    in_process::serve(|_| {
         switchboard::Switchboard::new(config)
             .agent("steady", Worker::new("summarize"))
             .agent("flaky", flaky)
@@ -148,11 +137,8 @@ pause_ms = 5
             .agent("auditor-a", hopeless)
             .agent("auditor-b", Worker::new("audit"))
             .agent("holder", holding)
-            .serve(listener, shutdown)
-            .await
-            .unwrap();
-    });
-    Server { base, stop }
+    })
+    .await
 }
 
 /// A blocking send to the routing agent; its result (a task or a message).

@@ -2,56 +2,25 @@
 //! CLI tests of the tier 2 commands, and card files for agents that are not there.
 
 #![allow(dead_code)] // each test binary uses its part
-use std::process::Child;
-
 use serde_json::{Value, json};
 
-use super::process;
-
-pub(crate) struct Server {
-    pub base: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    pub(crate) fn agent(&self, name: &str) -> String {
-        format!("{}/agents/{name}", self.base)
-    }
-}
+use super::process::{self, Served};
 
 /// The all-in-one with the `echo` and `conformance` agents.
-pub(crate) async fn start() -> Server {
+pub(crate) async fn start() -> Served {
     start_with(&[]).await
 }
 
 /// The same, with `args`.
-pub(crate) async fn start_with(args: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("switchboard.toml");
-    std::fs::write(
-        &config,
+pub(crate) async fn start_with(args: &[&str]) -> Served {
+    let mut all = vec!["--memory"];
+    all.extend_from_slice(args);
+    process::serve_config(
         "[[agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
          [[agents]]\nname = \"conformance\"\nkind = \"conformance\"\n",
+        &all,
     )
-    .unwrap();
-    let port = process::free_port();
-    let config = config.to_string_lossy().into_owned();
-    let mut all = vec!["--config", config.as_str(), "--memory"];
-    all.extend_from_slice(args);
-    let child = process::serve(port, &all).await;
-    Server {
-        base: format!("http://127.0.0.1:{port}"),
-        child,
-        _dir: dir,
-    }
+    .await
 }
 
 /// A card file for an agent whose only interface is `url` (JSON-RPC 1.0), with

@@ -4,12 +4,11 @@
 
 #![allow(dead_code)] // each test binary uses its part
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::process;
+use crate::process::{self, Served};
 
 pub(crate) const ADMIN: &str = "ceremonies-admin-token-0123456789";
 pub(crate) const QUINN_KEY: &str = "quinn-own-key-0123456789";
@@ -19,17 +18,16 @@ pub(crate) const NOTICE_SECRET: &str = "a-ceremony-secret-of-32-characters";
 pub(crate) const CEREMONY_READER: &str = "ceremony-reader-token-0123456789";
 
 pub(crate) struct Server {
-    pub(crate) base: String,
-    child: Child,
+    served: Served,
     dir: tempfile::TempDir,
     /// How it was started: again the same way by [`Server::restart_after`].
     args: Vec<String>,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Server {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.served
     }
 }
 
@@ -41,12 +39,9 @@ impl Server {
     /// Kills the process (SIGKILL: no drain), leaves it down for `down`, and starts it
     /// again as before, on a new port, over the same data directory.
     pub(crate) async fn restart_after(&mut self, down: Duration) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.served.kill();
         tokio::time::sleep(down).await;
-        let port = process::free_port();
-        self.child = process::serve(port, &self.args).await;
-        self.base = format!("http://127.0.0.1:{port}");
+        self.served = process::serve(process::free_port(), &self.args).await;
     }
 }
 
@@ -127,11 +122,8 @@ api_keys = ["{PEN_KEY}"]
         ]),
         false => args.push("--memory".to_owned()),
     }
-    let port = process::free_port();
-    let child = process::serve(port, &args).await;
     Server {
-        base: format!("http://127.0.0.1:{port}"),
-        child,
+        served: process::serve(process::free_port(), &args).await,
         dir,
         args,
     }
