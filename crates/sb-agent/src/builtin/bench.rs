@@ -117,7 +117,8 @@ impl Agent for BenchAgent {
                 cancel.cancelled().await;
                 Ok(())
             }
-            // Boxed: a held run (thousands at once in B4) keeps only the small `hold` state.
+            // Boxed, like every command but `hold`: the run's state is the largest of its
+            // arms', and a held run (thousands at once in B4) must keep only `hold`'s.
             Command::Tick {
                 count,
                 interval,
@@ -129,22 +130,36 @@ impl Agent for BenchAgent {
                 cost_usd,
                 reason,
             } => {
-                reporter.working(None).await?;
-                tokio::select! {
-                    () = tokio::time::sleep(after) => {}
-                    () = ctx.cancel.cancelled() => return Ok(()),
-                }
-                let mut message = Message::agent_text(reason);
-                if let Some(usd) = cost_usd {
-                    let elapsed = after.as_millis() as u64;
-                    let usage = json!({"usage": {"input_tokens": 100, "output_tokens": 20}, "durationMs": elapsed, "costUsd": usd});
-                    message.parts.push(Part::data(usage));
-                }
-                reporter.status(state, Some(message)).await?;
-                Ok(())
+                Box::pin(finish_as_told(
+                    ctx, reporter, state, after, cost_usd, reason,
+                ))
+                .await
             }
         }
     }
+}
+
+async fn finish_as_told(
+    ctx: TaskContext,
+    reporter: Reporter,
+    state: TaskState,
+    after: Duration,
+    cost_usd: Option<f64>,
+    reason: String,
+) -> Result<(), AgentError> {
+    reporter.working(None).await?;
+    tokio::select! {
+        () = tokio::time::sleep(after) => {}
+        () = ctx.cancel.cancelled() => return Ok(()),
+    }
+    let mut message = Message::agent_text(reason);
+    if let Some(usd) = cost_usd {
+        let elapsed = after.as_millis() as u64;
+        let usage = json!({"usage": {"input_tokens": 100, "output_tokens": 20}, "durationMs": elapsed, "costUsd": usd});
+        message.parts.push(Part::data(usage));
+    }
+    reporter.status(state, Some(message)).await?;
+    Ok(())
 }
 
 async fn tick(
@@ -181,6 +196,13 @@ async fn tick(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use sb_protocol::Role;
+    use sb_store::{LocalBus, MemoryStore};
+    use sb_tasks::{LocalTaskService, NewTask, Scope, TaskService};
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
 
     #[test]
@@ -216,5 +238,40 @@ mod tests {
         );
         assert_eq!(parse("finish working 5"), Command::Echo, "not an end");
         assert_eq!(parse("finish failed soon"), Command::Echo);
+    }
+
+    /// B4 measures what a held task costs the server: thousands of `hold` runs at once
+    /// must each keep a small state, which they do only while no other command's state
+    /// is inlined into the run.
+    #[tokio::test]
+    async fn a_held_run_keeps_a_small_state() {
+        let tasks = Arc::new(LocalTaskService::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(LocalBus::new()),
+        ));
+        let message = Message {
+            role: Role::User,
+            ..Message::agent_text("hold")
+        };
+        let created = tasks
+            .create(NewTask {
+                scope: Scope {
+                    agent: "bench".into(),
+                    owner: String::new(),
+                },
+                message: message.clone(),
+                metadata: None,
+            })
+            .await
+            .unwrap();
+        let reporter = Reporter::new(tasks.clone(), created.task.id.clone());
+        let ctx = TaskContext {
+            task: Box::new(created.task.clone()),
+            message: Box::new(message),
+            cancel: CancellationToken::new(),
+        };
+        let run = BenchAgent.execute(ctx, reporter);
+        let size = std::mem::size_of_val(&*run);
+        assert!(size <= 512, "a held run keeps {size} bytes");
     }
 }
