@@ -266,7 +266,7 @@ mod tests {
             .unwrap();
         let reporter = Reporter::new(tasks.clone(), created.task.id.clone());
         let ctx = TaskContext {
-            task: Box::new(created.task.clone()),
+            task: Box::new(created.task),
             message: Box::new(message),
             cancel: CancellationToken::new(),
         };
