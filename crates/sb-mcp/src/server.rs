@@ -207,6 +207,7 @@ impl ServerHandler for FleetTools {
         .await;
         let result = match outcome {
             Ok(Outcome::Done(answer)) => tool_result(answer),
+            Ok(Outcome::Asks(task)) => tool_result(task_answer(&task)),
             Ok(Outcome::Working(task)) if takes_tasks => {
                 let seed = TaskHandle::new(&tool.agent, &task).seed(&task);
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(seed)));
