@@ -102,13 +102,7 @@ impl TaskHandle {
     pub fn error(&self, error: &CallError) -> ErrorData {
         match error {
             CallError::A2A(e) => ErrorData::invalid_params(
-                format!(
-                    "no task {}: agent {} has no task {} for these credentials ({})",
-                    self.id(),
-                    self.agent,
-                    self.task_id,
-                    e.message
-                ),
+                format!("no task {}: {}", self.id(), self.absence(&e.message)),
                 None,
             ),
             CallError::Transport(e) => ErrorData::internal_error(
@@ -116,6 +110,15 @@ impl TaskHandle {
                 None,
             ),
         }
+    }
+
+    /// The agent's refusal of this task to these credentials (`refused`, its words), as
+    /// the task's absence for them.
+    pub fn absence(&self, refused: &str) -> String {
+        format!(
+            "agent {} has no task {} for these credentials ({refused})",
+            self.agent, self.task_id
+        )
     }
 
     /// The MCP task standing for `task`, with what its state carries: the question, or
