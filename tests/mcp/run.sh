@@ -28,10 +28,12 @@ if [ -z "${SWITCHBOARD_URL:-}" ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   export SWITCHBOARD_ADMIN_TOKEN="mcp-suite-admin-token-0123456789"
   export GUARDED_TOKEN="mcp-suite-guarded-token-0123456789"
+  export OTHER_TOKEN="mcp-suite-other-token-0123456789"
   # Short enough for the MCP tasks tests' long work (5 s and more) to outlast it.
   export MCP_WAIT_SECS=3
   config="$(mktemp "${TMPDIR:-/tmp}/switchboard-mcp.XXXXXX.toml")"
-  # The default agents, and one that takes only its own bearer token.
+  # The default agents, one that takes only its own bearer token, and one that asks
+  # questions and takes two callers (each reaching only their own tasks).
   cat > "$config" <<TOML
 [mcp]
 wait_secs = $MCP_WAIT_SECS
@@ -51,6 +53,15 @@ kind = "echo"
 [[agents.auth.bearer]]
 principal = "mcp-suite"
 token = "$GUARDED_TOKEN"
+[[agents]]
+name = "guarded-consolidate"
+kind = "consolidate"
+[[agents.auth.bearer]]
+principal = "mcp-suite"
+token = "$GUARDED_TOKEN"
+[[agents.auth.bearer]]
+principal = "mcp-other"
+token = "$OTHER_TOKEN"
 TOML
   "$SWITCHBOARD_BIN" serve --config "$config" --listen "127.0.0.1:$port" --memory \
     --admin-token "$SWITCHBOARD_ADMIN_TOKEN" > "${TMPDIR:-/tmp}/switchboard-mcp-server.log" 2>&1 &

@@ -2,12 +2,14 @@
 //! get from this agent is refused, with what to do instead), the message is sent as a
 //! new request or as the answer to a task's question, and the task is waited for, at
 //! most the configured time, until it ends or asks something — so `submitted` and
-//! `working` come back only when the agent takes longer than that. A question is put
-//! to the person at the client when the client can be asked (MCP elicitation), and
-//! their answer sent on; else it is the LLM's to answer. The answer is the object the
-//! guide for LLMs describes ([`crate::answer`]); a task still at work when the wait ends
-//! comes back as such ([`Outcome::Working`]), for the server to answer `working` or to
-//! hand over as an MCP task ([`crate::tasks`]).
+//! `working` come back only when the agent takes longer than that ([`follow`], which
+//! also continues a call the client answered after an input-required result). A
+//! question is put to the person at the client when the client can be asked during the
+//! call (MCP elicitation), and their answer sent on; else it comes back as such
+//! ([`Outcome::Asks`]), for the server to return to the client or answer to the LLM.
+//! The answer is the object the guide for LLMs describes ([`crate::answer`]); a task
+//! still at work when the wait ends comes back as such ([`Outcome::Working`]), for the
+//! server to answer `working` or to hand over as an MCP task ([`crate::tasks`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -61,8 +63,13 @@ pub struct Caller {
 /// What a call came to.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The guide's answer object: a message, or a task that ended or asks something.
+    /// The guide's answer object: a message, or a task that ended or waits for
+    /// authorization.
     Done(Value),
+    /// The task, asking a question (input-required) no one at the client answered
+    /// during the call: the server returns it to the client to ask the person
+    /// ([`crate::rounds`]), or answers it to the LLM.
+    Asks(Box<Task>),
     /// The task, still submitted or working when the wait ended.
     Working(Box<Task>),
 }
@@ -174,14 +181,27 @@ pub async fn call(
         .send(&request)
         .await
         .map_err(|e| refused(agent, &e))?;
-    let mut task = match sent {
+    let task = match sent {
         SendMessageResponse::Message(reply) => {
             let context = reply.context_id.clone().unwrap_or_default();
             session.contexts.lock().insert((agent.clone(), context));
             return Ok(Outcome::Done(message_answer(&reply)));
         }
-        SendMessageResponse::Task(task) => settled(&*transport, task, caller.wait).await,
+        SendMessageResponse::Task(task) => task,
     };
+    follow(agent, &*transport, task, caller.wait, ask).await
+}
+
+/// Waits for `agent`'s `task` as a call does, at most `wait`, until it ends or asks
+/// something; each question `ask` answers is sent on, and waited for in turn.
+pub async fn follow(
+    agent: &str,
+    transport: &dyn Transport,
+    task: Task,
+    wait: Duration,
+    ask: Option<&Ask>,
+) -> Result<Outcome, Refusal> {
+    let mut task = settled(transport, task, wait).await;
     let mut asked = 0;
     while let Some(ask) = ask.filter(|_| asked < MOST_ASKED) {
         if task.status.state != TaskState::InputRequired {
@@ -192,18 +212,22 @@ pub async fn call(
             break;
         };
         asked += 1;
-        task = match answer_task(&*transport, &task, answer).await {
-            Ok(SendMessageResponse::Task(next)) => settled(&*transport, next, caller.wait).await,
+        task = match answer_task(transport, &task, answer).await {
+            Ok(SendMessageResponse::Task(next)) => settled(transport, next, wait).await,
             Ok(SendMessageResponse::Message(reply)) => {
                 return Ok(Outcome::Done(message_answer(&reply)));
             }
             Err(e) => return Err(refused(agent, &e)),
         };
     }
-    match task.status.state.is_terminal() || task.status.state.is_interrupted() {
-        true => Ok(Outcome::Done(task_answer(&task))),
-        false => Ok(Outcome::Working(Box::new(task))),
-    }
+    let state = task.status.state;
+    Ok(if state == TaskState::InputRequired {
+        Outcome::Asks(Box::new(task))
+    } else if state.is_terminal() || state.is_interrupted() {
+        Outcome::Done(task_answer(&task))
+    } else {
+        Outcome::Working(Box::new(task))
+    })
 }
 
 /// Refuses identifiers this agent never gave: a `taskId` it does not know (or whose

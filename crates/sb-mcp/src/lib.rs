@@ -5,7 +5,8 @@
 //! `contents`, or `kind: task` with `taskId`, `contextId`, `status.state`, the question
 //! when it asks one, the artifacts once completed), waiting a bounded time for an end
 //! or a question. Identifiers an LLM did not get from an answer are refused. A question
-//! is put to the person at the client when it takes elicitations; work that outlasts
+//! is put to the person at the client when it takes elicitations (during the call, or,
+//! on 2026-07-28, in an input-required result it calls again with); work that outlasts
 //! the wait comes back as an MCP task to a client that declared the tasks extension,
 //! which then polls, answers and cancels the A2A task through `tasks/*`.
 //!
@@ -21,6 +22,8 @@
 //!   for.
 //! - [`answer`]: the answers shaped as the guide for LLMs describes them.
 //! - [`question`]: an agent's question as an MCP form, and the answer read back.
+//! - [`rounds`]: a question returned in an input-required result on 2026-07-28, and the
+//!   client's retry with the answer.
 //! - [`tasks`]: MCP tasks standing for A2A tasks (ids, states, `tasks/*`).
 //! - [`server`]: [`FleetTools`], the MCP server handler, and the two transports.
 
@@ -28,6 +31,7 @@ pub mod answer;
 pub mod call;
 pub mod catalog;
 pub mod question;
+pub mod rounds;
 pub mod server;
 pub mod tasks;
 

@@ -1,11 +1,13 @@
 //! An agent's question as an MCP form with one field, `answer`: put to the person at the
-//! client during a tool call (`elicitation/create`, [`crate::server`]), or surfaced in an
-//! MCP task's `inputRequests` and read back from `tasks/update` ([`crate::tasks`]).
+//! client during a tool call (`elicitation/create`, [`crate::server`]), or surfaced in
+//! `inputRequests` — an MCP task's ([`crate::tasks`]) or a tool call's input-required
+//! result ([`crate::rounds`]) — and read back from the client's `inputResponses`.
 
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, ErrorData,
-    InputRequest,
+    InputRequest, InputRequests,
 };
+use sb_protocol::{Message, Task};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -31,6 +33,31 @@ pub fn input_request(question: String) -> Result<InputRequest, ErrorData> {
             requested_schema,
         },
     )))
+}
+
+/// What the agent last said of `task`, if anything: the question, when it asks one.
+pub fn said(task: &Task) -> Option<String> {
+    let text = task.status.message.as_ref().map(Message::text);
+    text.filter(|t| !t.is_empty())
+}
+
+/// The key of the question `task` asks now: the id of the status message that asks it,
+/// new with each question, so a key is never reused over the task's life.
+pub fn question_key(task: &Task) -> String {
+    match &task.status.message {
+        Some(message) => format!("question-{}", message.message_id),
+        None => "question".to_owned(),
+    }
+}
+
+/// The question `task` asks now, as the one entry of an `inputRequests` map.
+pub fn input_requests(task: &Task) -> Result<InputRequests, ErrorData> {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        question_key(task),
+        input_request(said(task).unwrap_or_default())?,
+    );
+    Ok(requests)
 }
 
 /// One `inputResponses` entry: the client's result for the elicitation.

@@ -6,10 +6,13 @@
 //! credentials of the HTTP request that made it, so an agent sees the caller as its own
 //! A2A endpoint would).
 //!
-//! To a client that declared the tasks extension, a call whose task outlasts the wait
-//! comes back as an MCP task ([`crate::tasks`]), which `tasks/get`, `tasks/update` and
-//! `tasks/cancel` then follow, answer and cancel; any other client gets the task's
-//! `working` answer, as before.
+//! An agent's question goes to the person at a client that takes forms: during the call
+//! (`elicitation/create`) on the handshake-era protocols, in an input-required result
+//! the client answers by calling again ([`crate::rounds`]) on 2026-07-28, where the
+//! server may not send requests of its own; to the LLM otherwise. To a client that
+//! declared the tasks extension, a call whose task outlasts the wait comes back as an
+//! MCP task ([`crate::tasks`]), which `tasks/get`, `tasks/update` and `tasks/cancel`
+//! then follow, answer and cancel; any other client gets the task's `working` answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +34,7 @@ use crate::answer::{task_answer, tool_result};
 use crate::call::{Ask, Caller, Outcome, Refusal, Session, call, transport_to};
 use crate::catalog::{AgentTool, CatalogFeed, tool_name};
 use crate::question::Reply;
+use crate::rounds;
 use crate::tasks::TaskHandle;
 
 /// How the server behaves.
@@ -191,22 +195,42 @@ impl ServerHandler for FleetTools {
             ));
         };
         let caller = self.caller_for(tool, &context);
-        let ask = asker(&context.peer);
+        let capabilities = context.client_capabilities();
+        // On 2026-07-28 a question goes back in the result, for the client to ask and
+        // call again; rmcp refuses `elicitation/create` there.
+        let modern = rounds::is_modern(context.protocol_version().as_ref());
+        let (ask, returns_questions) = if modern {
+            (None, capabilities.as_ref().is_some_and(rounds::takes_forms))
+        } else {
+            (asker(&context.peer), false)
+        };
         // Only a client that declared the extension on this request (or at initialize)
         // may be handed a task; rmcp refuses the response otherwise.
-        let takes_tasks = context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.supports_tasks());
-        let outcome = call(
-            tool,
-            request.arguments,
-            &caller,
-            &self.session,
-            ask.as_deref(),
-        )
-        .await;
+        let takes_tasks = capabilities.is_some_and(|capabilities| capabilities.supports_tasks());
+        let outcome = match &request.request_state {
+            // A retry after an input-required result: its arguments are the first
+            // call's, already sent; the responses are what goes to the task now.
+            Some(state) => {
+                let responses = request.input_responses.unwrap_or_default();
+                rounds::resume(tool, &caller, state, &responses, ask.as_deref()).await?
+            }
+            None => {
+                call(
+                    tool,
+                    request.arguments,
+                    &caller,
+                    &self.session,
+                    ask.as_deref(),
+                )
+                .await
+            }
+        };
         let result = match outcome {
             Ok(Outcome::Done(answer)) => tool_result(answer),
+            Ok(Outcome::Asks(task)) if returns_questions => {
+                return Ok(rounds::input_required(&tool.agent, &task)?.into());
+            }
+            Ok(Outcome::Asks(task)) => tool_result(task_answer(&task)),
             Ok(Outcome::Working(task)) if takes_tasks => {
                 let seed = TaskHandle::new(&tool.agent, &task).seed(&task);
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(seed)));

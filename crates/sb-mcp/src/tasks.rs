@@ -16,17 +16,16 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rmcp::model::{
-    DetailedTask, ErrorData, InputRequests, InputResponses, JsonObject, Task as McpTask,
-    TaskPayload, TaskStatus,
+    DetailedTask, ErrorData, InputResponses, JsonObject, Task as McpTask, TaskPayload, TaskStatus,
 };
 use sb_client::{CallError, Transport};
 use sb_protocol::error::ErrorKind;
-use sb_protocol::{Message, Task, TaskState};
+use sb_protocol::{Task, TaskState};
 use serde_json::Value;
 
 use crate::answer::{task_answer, tool_result};
 use crate::call::answer_task;
-use crate::question::{answer_of, input_request};
+use crate::question::{answer_of, input_requests, question_key, said};
 
 /// How often a client is asked to poll, in milliseconds: the pace a tool call reads
 /// its task at, once past its first reads.
@@ -52,11 +51,11 @@ impl TaskHandle {
         }
     }
 
-    /// The handle an MCP task id names; a clear error for one this server never gave.
-    pub fn parse(id: &str) -> Result<TaskHandle, ErrorData> {
+    /// The handle `id` spells, if it is one ([`TaskHandle::id`]).
+    pub fn decode(id: &str) -> Option<TaskHandle> {
         let mut pieces = id.splitn(3, ':');
         let (agent, created, task_id) = (pieces.next(), pieces.next(), pieces.next());
-        let handle = match (agent, created.and_then(|c| c.parse().ok()), task_id) {
+        match (agent, created.and_then(|c| c.parse().ok()), task_id) {
             (Some(agent), Some(created_ms), Some(task_id))
                 if !agent.is_empty() && !task_id.is_empty() =>
             {
@@ -67,8 +66,12 @@ impl TaskHandle {
                 })
             }
             _ => None,
-        };
-        handle.ok_or_else(|| {
+        }
+    }
+
+    /// The handle an MCP task id names; a clear error for one this server never gave.
+    pub fn parse(id: &str) -> Result<TaskHandle, ErrorData> {
+        TaskHandle::decode(id).ok_or_else(|| {
             ErrorData::invalid_params(
                 format!(
                     "no task {id}: not a taskId this server gave; use the taskId of a tools/call result"
@@ -99,13 +102,7 @@ impl TaskHandle {
     pub fn error(&self, error: &CallError) -> ErrorData {
         match error {
             CallError::A2A(e) => ErrorData::invalid_params(
-                format!(
-                    "no task {}: agent {} has no task {} for these credentials ({})",
-                    self.id(),
-                    self.agent,
-                    self.task_id,
-                    e.message
-                ),
+                format!("no task {}: {}", self.id(), self.absence(&e.message)),
                 None,
             ),
             CallError::Transport(e) => ErrorData::internal_error(
@@ -113,6 +110,15 @@ impl TaskHandle {
                 None,
             ),
         }
+    }
+
+    /// The agent's refusal of this task to these credentials (`refused`, its words), as
+    /// the task's absence for them.
+    pub fn absence(&self, refused: &str) -> String {
+        format!(
+            "agent {} has no task {} for these credentials ({refused})",
+            self.agent, self.task_id
+        )
     }
 
     /// The MCP task standing for `task`, with what its state carries: the question, or
@@ -126,10 +132,9 @@ impl TaskHandle {
                 result: result_object(task_answer(task))?,
             }
         } else if state.is_interrupted() {
-            let mut input_requests = InputRequests::new();
-            let question = said(task).unwrap_or_default();
-            input_requests.insert(question_key(task), input_request(question)?);
-            TaskPayload::InputRequired { input_requests }
+            TaskPayload::InputRequired {
+                input_requests: input_requests(task)?,
+            }
         } else {
             TaskPayload::Working
         };
@@ -200,21 +205,6 @@ impl TaskHandle {
     }
 }
 
-/// What the agent last said of the task, if anything.
-fn said(task: &Task) -> Option<String> {
-    let text = task.status.message.as_ref().map(Message::text);
-    text.filter(|t| !t.is_empty())
-}
-
-/// The key of the question `task` asks now: the id of the status message that asks it,
-/// new with each question, so a key is never reused over the task's life.
-fn question_key(task: &Task) -> String {
-    match &task.status.message {
-        Some(message) => format!("question-{}", message.message_id),
-        None => "question".to_owned(),
-    }
-}
-
 /// The tool result for `answer`, as the JSON object a completed task carries.
 fn result_object(answer: Value) -> Result<JsonObject, ErrorData> {
     match serde_json::to_value(tool_result(answer)) {
@@ -228,6 +218,7 @@ fn result_object(answer: Value) -> Result<JsonObject, ErrorData> {
 
 #[cfg(test)]
 mod tests {
+    use sb_protocol::Message;
     use sb_protocol::TaskStatus as A2AStatus;
     use serde_json::json;
 
