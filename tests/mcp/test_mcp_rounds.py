@@ -9,18 +9,14 @@ read as tasks/update reads them; a client without elicitation gets the question 
 LLM's, as before. The handshake-era path (elicitation/create during the call) is in
 test_mcp.py."""
 
-import contextlib
 import os
 
 import pytest
 
-from mcp import Client, MCPError, StdioServerParameters, types
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp import MCPError, types
 
-from test_mcp_tasks import Tasks
+from test_mcp_tasks import Tasks, client as tasks_client
 
-URL = os.environ.get('SWITCHBOARD_URL', 'http://127.0.0.1:8080').rstrip('/')
-BIN = os.environ.get('SWITCHBOARD_BIN', 'target/debug/switchboard')
 GUARDED = os.environ.get('GUARDED_TOKEN')
 OTHER = os.environ.get('OTHER_TOKEN')
 # Three transcript lines: the consolidate agent asks about the contradiction well within
@@ -45,19 +41,8 @@ class Person:
         return types.ElicitResult(action=self.action)
 
 
-@contextlib.asynccontextmanager
-async def client(transport: str, person: Person | None = None, token: str | None = None, extension=None):
-    if transport == 'stdio':
-        args = ['mcp', '--url', URL, '--wait-secs', '20']
-        if token:
-            args += ['--token', token]
-        server = StdioServerParameters(command=BIN, args=args)
-    else:
-        headers = {'Authorization': f'Bearer {token}'} if token else None
-        server = streamable_http_client(f'{URL}/mcp', http_client=create_mcp_http_client(headers=headers))
-    async with Client(server, elicitation_callback=person, extensions=[extension] if extension else None) as c:
-        assert c.protocol_version == '2026-07-28', c.protocol_version
-        yield c
+def client(transport: str, person: Person | None = None, token: str | None = None, extension=None):
+    return tasks_client(transport, extension=extension, token=token, person=person, stdio_wait=20)
 
 
 def answer_of(result) -> dict:

@@ -132,16 +132,23 @@ class Tasks(ClientExtension):
 
 
 @contextlib.asynccontextmanager
-async def client(transport: str, extension: ClientExtension | None = None, token: str | None = None):
+async def client(
+    transport: str,
+    extension: ClientExtension | None = None,
+    token: str | None = None,
+    person=None,
+    stdio_wait: int = STDIO_WAIT,
+):
+    """A 2026-07-28 session over `transport`, with `person` as its elicitation callback."""
     if transport == 'stdio':
-        args = ['mcp', '--url', URL, '--wait-secs', str(STDIO_WAIT)]
+        args = ['mcp', '--url', URL, '--wait-secs', str(stdio_wait)]
         if token:
             args += ['--token', token]
         server = StdioServerParameters(command=BIN, args=args)
     else:
         headers = {'Authorization': f'Bearer {token}'} if token else None
         server = streamable_http_client(f'{URL}/mcp', http_client=create_mcp_http_client(headers=headers))
-    async with Client(server, extensions=[extension] if extension else None) as c:
+    async with Client(server, elicitation_callback=person, extensions=[extension] if extension else None) as c:
         assert c.protocol_version == '2026-07-28', c.protocol_version
         yield c
 
