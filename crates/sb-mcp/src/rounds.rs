@@ -93,8 +93,8 @@ pub async fn resume(
     };
     // Read first, so that a task these credentials do not reach is told as the request
     // state's fault, apart from what delivering the responses may refuse.
-    match transport.get_task(&handle.task_id, Some(0)).await {
-        Ok(_) => {}
+    let asked = match transport.get_task(&handle.task_id, Some(0)).await {
+        Ok(task) => task,
         Err(CallError::A2A(e)) => {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -105,8 +105,8 @@ pub async fn resume(
             ));
         }
         Err(e) => return Err(handle.error(&e)),
-    }
-    handle.update(&*transport, responses).await?;
+    };
+    handle.deliver(&*transport, &asked, responses).await?;
     let task = handle.read(&*transport).await?;
     Ok(follow(&tool.agent, &*transport, task, caller.wait, ask).await)
 }

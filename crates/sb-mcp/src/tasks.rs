@@ -170,16 +170,26 @@ impl TaskHandle {
         responses: &InputResponses,
     ) -> Result<(), ErrorData> {
         let task = self.read(transport).await?;
+        self.deliver(transport, &task, responses).await
+    }
+
+    /// As [`TaskHandle::update`], to `task` as the caller has just read it.
+    pub async fn deliver(
+        &self,
+        transport: &dyn Transport,
+        task: &Task,
+        responses: &InputResponses,
+    ) -> Result<(), ErrorData> {
         if !task.status.state.is_interrupted() {
             return Ok(());
         }
-        let Some(response) = responses.get(&question_key(&task)) else {
+        let Some(response) = responses.get(&question_key(task)) else {
             return Ok(());
         };
         let Some(answer) = answer_of(response)? else {
             return self.cancel(transport).await;
         };
-        match answer_task(transport, &task, answer).await {
+        match answer_task(transport, task, answer).await {
             Ok(_) => Ok(()),
             Err(CallError::A2A(e)) => Err(ErrorData::invalid_params(
                 format!(
