@@ -280,7 +280,9 @@ pub async fn send(
     let deadline = wait
         .filter(|_| version == Version::V1_0)
         .map(|wait| tokio::time::Instant::now() + wait);
-    let (record, turn) = match start_turn(state, scope, &req, version, wait).await? {
+    // Boxed: starting a turn is most of a send's state, and every binding's request
+    // future would otherwise carry it inline for as long as the request lasts.
+    let (record, turn) = match Box::pin(start_turn(state, scope, &req, version, wait)).await? {
         Started::Turn(record, turn) => (*record, turn),
         Started::Settled(record) => {
             let record = until_task_settles(state, scope, record, deadline).await?;
@@ -331,7 +333,8 @@ pub async fn send_streaming(
     req: SendMessageRequest,
     version: Version,
 ) -> Result<FrameStream, A2AError> {
-    match start_turn(state, scope, &req, version, None).await? {
+    // Boxed for the reason `send` gives.
+    match Box::pin(start_turn(state, scope, &req, version, None)).await? {
         Started::Turn(record, turn) => {
             let task_id = record.task.id.clone();
             let frames = snapshot_then_live(state, *record, history_limit(req.history_length()));
