@@ -13,7 +13,11 @@ use sb_protocol::card::AgentCard;
 use sb_registry::signing::CardVerifier;
 use serde_json::Value;
 
+use crate::wire::Tap;
 use crate::{legacy, validate};
+
+/// What the wire log calls a card's fetch.
+const GET_CARD: &str = "GetAgentCard";
 
 /// Paths a card is looked for under a base URL, in order.
 pub const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
@@ -59,31 +63,38 @@ pub async fn discover(
     verifier: Option<&CardVerifier>,
 ) -> Result<Discovered, CardError> {
     let tried = card_urls(url);
+    // Cards are public: fetched with no credentials, so there is nothing to redact.
+    let tap = Tap::default();
     for candidate in &tried {
         let unreachable = |reason: String| CardError::Unreachable {
             url: candidate.clone(),
             reason,
         };
+        tap.request(GET_CARD, "GET", candidate, None);
         let response = http
             .get(candidate)
             .header("accept", "application/json")
             .send()
             .await
             .map_err(|e| unreachable(e.to_string()))?;
-        if response.status() == StatusCode::NOT_FOUND {
-            continue;
-        }
-        if !response.status().is_success() {
-            return Err(unreachable(format!("HTTP {}", response.status())));
-        }
+        let status = response.status();
         let etag = response
             .headers()
             .get("etag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let json: Value = response
-            .json()
+        let body = response
+            .bytes()
             .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        tap.response(GET_CARD, status, &body);
+        if status == StatusCode::NOT_FOUND {
+            continue;
+        }
+        if !status.is_success() {
+            return Err(unreachable(format!("HTTP {status}")));
+        }
+        let json: Value = serde_json::from_slice(&body)
             .map_err(|e| invalid(candidate, format!("not JSON: {e}")))?;
         return read(candidate, json, etag, verifier);
     }

@@ -50,6 +50,14 @@ async fn debug_shows_the_raw_wire_messages_of_every_binding_without_the_credenti
         "{log}"
     );
     assert!(log.contains("authorization: [REDACTED]"), "{log}");
+    // The card's fetch is on the wire too: where it was asked for and what came back.
+    assert!(
+        log.contains("GetAgentCard → GET http://")
+            && log.contains("/.well-known/agent-card.json")
+            && log.contains("GetAgentCard ← 200 OK")
+            && log.contains(r#""supportedInterfaces""#),
+        "{log}"
+    );
     assert!(!log.contains(token), "the token leaked:\n{log}");
     assert!(
         !log.contains("svc-value-42"),
