@@ -151,13 +151,9 @@ impl JsonRpcTransport {
     fn send_params(&self, request: &SendMessageRequest) -> Result<Value, CallError> {
         match self.generation {
             Generation::V1 => {
-                let mut params = serde_json::to_value(request)
-                    .map_err(|e| CallError::Transport(format!("SendMessage: {e}")))?;
-                // ProtoJSON leaves unset fields out.
-                if let Some(fields) = params.as_object_mut() {
-                    fields.retain(|_, value| !value.is_null());
-                }
-                Ok(params)
+                // Unset fields are left out by the type itself, as ProtoJSON does.
+                serde_json::to_value(request)
+                    .map_err(|e| CallError::Transport(format!("SendMessage: {e}")))
             }
             Generation::V03 => Ok(v03::send_params_to_v03(request, Dialect03::KindJson)),
         }

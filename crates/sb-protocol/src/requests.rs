@@ -27,24 +27,31 @@ pub fn parse_params_raw<T: serde::de::DeserializeOwned>(
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
-    #[serde(default, alias = "accepted_output_modes")]
+    #[serde(
+        default,
+        alias = "accepted_output_modes",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub accepted_output_modes: Vec<String>,
     #[serde(
         default,
         alias = "task_push_notification_config",
-        alias = "pushNotificationConfig"
+        alias = "pushNotificationConfig",
+        skip_serializing_if = "Option::is_none"
     )]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(
         default,
         alias = "history_length",
-        deserialize_with = "serde_util::opt_i32"
+        deserialize_with = "serde_util::opt_i32",
+        skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
     #[serde(
         default,
         alias = "return_immediately",
-        deserialize_with = "serde_util::lenient_bool"
+        deserialize_with = "serde_util::lenient_bool",
+        skip_serializing_if = "crate::model::is_false"
     )]
     pub return_immediately: bool,
 }
@@ -52,12 +59,12 @@ pub struct SendMessageConfiguration {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub message: Message,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
 }
 
@@ -303,6 +310,30 @@ mod tests {
         let err = parse_params::<SendMessageRequest>(json!({"message": {"role": "ROLE_ROBOT"}}))
             .unwrap_err();
         assert!(err.message.contains("ROLE_ROBOT"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_send_request_leaves_its_unset_fields_out_as_protojson_does() {
+        let message = json!({"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]});
+        let bare: SendMessageRequest = parse_params(json!({"message": message})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&bare).unwrap(),
+            json!({"message": message})
+        );
+        let with_defaults: SendMessageRequest = parse_params(json!({
+            "message": message,
+            "configuration": {"acceptedOutputModes": [], "historyLength": null, "returnImmediately": false},
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&with_defaults).unwrap(),
+            json!({"message": message, "configuration": {}})
+        );
+        let non_blocking = SendMessageRequest::non_blocking(bare.message);
+        assert_eq!(
+            serde_json::to_value(&non_blocking).unwrap(),
+            json!({"message": message, "configuration": {"returnImmediately": true}})
+        );
     }
 
     #[test]
