@@ -268,6 +268,61 @@ fn auth_login_says_why_it_cannot_get_a_token() {
 }
 
 /// A token as `auth login` stores it, expired, for the agent of `card`.
+#[test]
+fn auth_commands_offer_only_the_options_they_use() {
+    let home = Home::new();
+    // Login reads the card and talks to the authorization server, never to the agent:
+    // no credentials, bindings, protocol version or task output to choose.
+    let help = text(&home.run(&["auth", "login", "--help"], &[]).stdout);
+    for used in [
+        "--agent-card",
+        "--insecure",
+        "--debug",
+        "--client-id",
+        "--output",
+        "--json",
+    ] {
+        assert!(help.contains(used), "{used} missing from:\n{help}");
+    }
+    for unused in [
+        "--bearer",
+        "--api-key",
+        "--svc-param",
+        "--transport",
+        "--a2a-version",
+        "--verbose",
+        "--exit-status",
+    ] {
+        assert!(!help.contains(unused), "{unused} offered by:\n{help}");
+    }
+    let out = home.run(
+        &["auth", "login", "http://127.0.0.1:1", "--bearer", "t"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    for command in [
+        &["auth", "logout", "--help"][..],
+        &["auth", "status", "--help"],
+    ] {
+        let help = text(&home.run(command, &[]).stdout);
+        assert!(help.contains("--json"), "{help}");
+        for unused in ["--bearer", "--transport", "--verbose", "--exit-status"] {
+            assert!(!help.contains(unused), "{unused} offered by:\n{help}");
+        }
+    }
+    // A command that calls the agent keeps them all.
+    let help = text(&home.run(&["send", "--help"], &[]).stdout);
+    for used in [
+        "--bearer",
+        "--transport",
+        "--verbose",
+        "--exit-status",
+        "--agent-card",
+    ] {
+        assert!(help.contains(used), "{used} missing from:\n{help}");
+    }
+}
+
 fn store_expired(home: &Home, card: &str, flow: &str, token_url: &str) -> PathBuf {
     let tokens = home.path("config/a2a-cli/tokens");
     std::fs::create_dir_all(&tokens).unwrap();

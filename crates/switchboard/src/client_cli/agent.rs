@@ -10,7 +10,7 @@ use sb_client::{Credentials, Discovered, Transport};
 use sb_protocol::card::AgentCard;
 
 use super::error::CliError;
-use super::opts::AgentOpts;
+use super::opts::{AgentOpts, CardOpts};
 
 /// How long to wait for a connection to open (the calls themselves may take as long as
 /// the agent needs: a blocking send waits for the task).
@@ -58,7 +58,7 @@ impl Agent {
 
 /// The HTTP client of every call: `--insecure` turns certificate checks off (with a
 /// warning, spec §6.5).
-pub(crate) fn http_client(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
+pub(crate) fn http_client(opts: &CardOpts) -> Result<reqwest::Client, CliError> {
     let mut builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
     if opts.insecure {
         eprintln!(
@@ -97,12 +97,12 @@ pub(crate) fn credentials(opts: &AgentOpts) -> Result<Credentials, CliError> {
 
 /// The agent `reference` names (the positional argument or `-a`), connected.
 pub(crate) async fn open(reference: &str, opts: &AgentOpts) -> Result<Agent, CliError> {
-    let http = http_client(opts)?;
+    let http = http_client(&opts.card)?;
     let found = card(&http, reference).await?;
     // A credential the caller gave wins over the stored token.
     let given = credentials(opts)?;
     let stored = match given.bearer.is_none() && given.api_key.is_none() {
-        true => super::stored_auth::bearer_for(&found.url, &found.card, opts.insecure).await?,
+        true => super::stored_auth::bearer_for(&found.url, &found.card, opts.card.insecure).await?,
         false => None,
     };
     open_with_client(http, found, reference, opts, stored)
@@ -114,10 +114,10 @@ pub(crate) fn open_with(
     reference: &str,
     opts: &AgentOpts,
 ) -> Result<Agent, CliError> {
-    open_with_client(http_client_quiet(opts)?, found, reference, opts, None)
+    open_with_client(http_client_quiet(&opts.card)?, found, reference, opts, None)
 }
 
-pub(crate) fn http_client_quiet(opts: &AgentOpts) -> Result<reqwest::Client, CliError> {
+pub(crate) fn http_client_quiet(opts: &CardOpts) -> Result<reqwest::Client, CliError> {
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .danger_accept_invalid_certs(opts.insecure)

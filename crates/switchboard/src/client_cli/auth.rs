@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::agent;
 use super::error::CliError;
-use super::opts::{AgentOpts, OutputOpts, parse_duration};
+use super::opts::{CardOpts, Format, FormatOpts, parse_duration};
 use super::output::Out;
 use super::stored_auth::{self, CLIENT_CREDENTIALS, DEVICE_CODE};
 use super::token_store::{self, StoredToken};
@@ -71,15 +71,15 @@ pub(crate) struct LoginArgs {
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     #[command(flatten)]
-    pub agent: AgentOpts,
+    pub agent: CardOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 #[derive(Debug, Args)]
@@ -91,17 +91,17 @@ pub(crate) struct LogoutArgs {
     #[arg(long, conflicts_with = "agent_ref")]
     pub all: bool,
     #[command(flatten)]
-    pub agent: AgentOpts,
+    pub agent: CardOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 impl AuthCommand {
-    pub(crate) fn settings(&self) -> (&OutputOpts, bool) {
+    pub(crate) fn settings(&self) -> (Format, bool) {
         match self {
-            AuthCommand::Login(args) => (&args.output, args.agent.debug),
-            AuthCommand::Status(args) => (&args.output, false),
-            AuthCommand::Logout(args) => (&args.output, args.agent.debug),
+            AuthCommand::Login(args) => (args.output.format(), args.agent.debug),
+            AuthCommand::Status(args) => (args.output.format(), false),
+            AuthCommand::Logout(args) => (args.output.format(), args.agent.debug),
         }
     }
 }
@@ -114,7 +114,7 @@ pub(crate) async fn run(command: AuthCommand) -> Result<u8, CliError> {
     }
 }
 
-fn reference(given: Option<&String>, opts: &AgentOpts, verb: &str) -> Result<String, CliError> {
+fn reference(given: Option<&String>, opts: &CardOpts, verb: &str) -> Result<String, CliError> {
     match (&opts.agent_card, given) {
         (Some(reference), None) | (None, Some(reference)) => Ok(reference.clone()),
         (Some(_), Some(_)) => Err(CliError::usage("name the agent once: AGENT or -a")),
@@ -201,7 +201,7 @@ async fn login(args: LoginArgs) -> Result<u8, CliError> {
         extra_params,
     };
     let file = token_store::save(&stored)?;
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output);
     let report = json!({
         "agent": stored.agent, "flow": stored.flow, "expiresAt": expiry(stored.expires_at),
         "scopes": stored.scopes, "refreshable": stored.refresh_token.is_some(),
@@ -253,7 +253,7 @@ fn expiry(expires_at: Option<i64>) -> Option<String> {
 fn status(args: &StatusArgs) -> Result<u8, CliError> {
     let now = token_store::now();
     let tokens = token_store::list()?;
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output);
     let rows: Vec<_> = tokens
         .iter()
         .map(|(file, t)| {
@@ -295,7 +295,7 @@ fn status(args: &StatusArgs) -> Result<u8, CliError> {
 }
 
 async fn logout(args: LogoutArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output);
     let agents: Vec<String> = match args.all {
         true => token_store::list()?
             .into_iter()
@@ -329,7 +329,7 @@ async fn logout(args: LogoutArgs) -> Result<u8, CliError> {
 
 /// The card URL a reference resolves to (the token's key). A stored agent's own URL is
 /// taken as it is, so a token can be removed while its agent is down.
-async fn card_url(reference: &str, opts: &AgentOpts) -> Result<String, CliError> {
+async fn card_url(reference: &str, opts: &CardOpts) -> Result<String, CliError> {
     if let Ok(tokens) = token_store::list()
         && let Some((_, token)) = tokens.into_iter().find(|(_, t)| t.agent == reference)
     {

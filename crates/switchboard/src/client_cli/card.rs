@@ -48,13 +48,13 @@ pub(crate) async fn run(command: CardCommand) -> Result<u8, CliError> {
         Some(CardSub::Get(args)) => args,
         None => command.args,
     };
-    let reference = match (&args.agent.agent_card, &args.agent_ref) {
+    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
         (Some(reference), None) | (None, Some(reference)) => reference.clone(),
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
         (None, None) => return Err(CliError::usage("name the agent: `card get AGENT`")),
     };
     let out = Out::new(&args.output, false);
-    let http = agent::http_client(&args.agent)?;
+    let http = agent::http_client(&args.agent.card)?;
     let found = agent::card(&http, &reference).await?;
     // The same choice later calls make: a card no interface of which suits is unusable.
     agent::open_with(found.clone(), &reference, &args.agent)?;

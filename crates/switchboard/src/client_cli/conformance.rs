@@ -43,13 +43,13 @@ pub(crate) struct ConformanceArgs {
 }
 
 pub(crate) async fn run(args: ConformanceArgs) -> Result<u8, CliError> {
-    let reference = match (&args.agent.agent_card, &args.agent_ref) {
+    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
         (Some(reference), None) | (None, Some(reference)) => reference.clone(),
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
         (None, None) => return Err(CliError::usage("name the agent: `conformance AGENT`")),
     };
     let out = Out::new(&args.output, false);
-    let http = agent::http_client(&args.agent)?;
+    let http = agent::http_client(&args.agent.card)?;
     let mut results = Vec::new();
     // A card that cannot be had or used ends the check as any command would end.
     let found = agent::card(&http, &reference).await?;

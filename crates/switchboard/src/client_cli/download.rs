@@ -78,7 +78,7 @@ pub(crate) async fn run(args: DownloadArgs) -> Result<u8, CliError> {
             format!("cannot create {}: {e}", args.dir.display()),
         )
     })?;
-    let http = agent::http_client_quiet(&args.task.agent)?;
+    let http = agent::http_client_quiet(&args.task.agent.card)?;
     let mut written = Vec::new();
     for planned in &plan {
         let bytes = write_part(&agent, &http, &args.task.agent, planned, args.force).await?;

@@ -104,9 +104,9 @@ pub(crate) enum ClientCommand {
 }
 
 impl ClientCommand {
-    /// The output options (to print a failure in the right format), whether the output
+    /// The output format (to print a failure in it), whether the output
     /// is streamed, and `--debug`.
-    fn settings(&self) -> (Option<&opts::OutputOpts>, bool, bool) {
+    fn settings(&self) -> (opts::Format, bool, bool) {
         use task::TaskCommand as T;
         match self {
             ClientCommand::Card(c) => {
@@ -114,52 +114,58 @@ impl ClientCommand {
                     Some(card::CardSub::Get(args)) => args,
                     None => &c.args,
                 };
-                (Some(&args.output), false, args.agent.debug)
+                (args.output.format(), false, args.agent.card.debug)
             }
             ClientCommand::Send(args) => turn_settings(&args.turn),
             ClientCommand::Answer(args) => turn_settings(&args.turn),
             ClientCommand::Task(T::Get(args)) | ClientCommand::Get(args) => {
-                (Some(&args.task.output), false, args.task.agent.debug)
+                (args.task.output.format(), false, args.task.agent.card.debug)
             }
             ClientCommand::Task(T::Cancel(args)) | ClientCommand::Cancel(args) => {
-                (Some(&args.output), false, args.agent.debug)
+                (args.output.format(), false, args.agent.card.debug)
             }
             ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
-                (Some(&args.output), false, args.agent.debug)
+                (args.output.format(), false, args.agent.card.debug)
             }
             ClientCommand::Task(T::Download(args)) => {
-                (Some(&args.task.output), false, args.task.agent.debug)
+                (args.task.output.format(), false, args.task.agent.card.debug)
             }
-            ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => {
-                (Some(&args.task.output), args.stream, args.task.agent.debug)
-            }
+            ClientCommand::Task(T::Subscribe(args)) | ClientCommand::Subscribe(args) => (
+                args.task.output.format(),
+                args.stream,
+                args.task.agent.card.debug,
+            ),
             ClientCommand::Task(T::PushConfig(c)) | ClientCommand::Push(c) => push_settings(c),
-            ClientCommand::Conformance(args) => (Some(&args.output), false, args.agent.debug),
-            ClientCommand::Agents(c) => (Some(&c.api().output), false, false),
-            ClientCommand::Inbox(c) => (Some(&c.api().output), false, false),
-            ClientCommand::Ceremonies(c) => (Some(&c.key().api.output), false, false),
-            ClientCommand::Auth(c) => {
-                let (output, debug) = c.settings();
-                (Some(output), false, debug)
+            ClientCommand::Conformance(args) => {
+                (args.output.format(), false, args.agent.card.debug)
             }
-            ClientCommand::Config(c) => (Some(c.output()), false, false),
+            ClientCommand::Agents(c) => (c.api().output.format(), false, false),
+            ClientCommand::Inbox(c) => (c.api().output.format(), false, false),
+            ClientCommand::Ceremonies(c) => (c.key().api.output.format(), false, false),
+            ClientCommand::Auth(c) => {
+                let (format, debug) = c.settings();
+                (format, false, debug)
+            }
+            ClientCommand::Config(c) => (c.output().format(), false, false),
         }
     }
 }
 
-fn turn_settings(turn: &send::TurnOpts) -> (Option<&opts::OutputOpts>, bool, bool) {
-    (Some(&turn.output), turn.stream, turn.agent.debug)
+fn turn_settings(turn: &send::TurnOpts) -> (opts::Format, bool, bool) {
+    (turn.output.format(), turn.stream, turn.agent.card.debug)
 }
 
-fn push_settings(command: &push::PushCommand) -> (Option<&opts::OutputOpts>, bool, bool) {
+fn push_settings(command: &push::PushCommand) -> (opts::Format, bool, bool) {
     match command {
-        push::PushCommand::Create(args) => {
-            (Some(&args.target.output), false, args.target.agent.debug)
-        }
+        push::PushCommand::Create(args) => (
+            args.target.output.format(),
+            false,
+            args.target.agent.card.debug,
+        ),
         push::PushCommand::Get(args)
         | push::PushCommand::List(args)
-        | push::PushCommand::Delete(args) => (Some(&args.output), false, args.agent.debug),
-        push::PushCommand::Receive(args) => (Some(&args.output), true, false),
+        | push::PushCommand::Delete(args) => (args.output.format(), false, args.agent.card.debug),
+        push::PushCommand::Receive(args) => (args.output.format(), true, false),
     }
 }
 
@@ -188,8 +194,7 @@ pub(crate) fn fleet_health(
 
 /// Runs a client command; `matches` are its own (the order of message parts).
 pub(crate) fn run(command: ClientCommand, matches: Option<&ArgMatches>) -> ExitCode {
-    let (output, streamed, debug) = command.settings();
-    let format = output.map_or(opts::Format::Text, opts::OutputOpts::format);
+    let (format, streamed, debug) = command.settings();
     if debug {
         // sb-client's own logs, and the raw messages of its wire tap (at TRACE, which
         // redacts every credential itself: nothing here can show one).

@@ -14,9 +14,9 @@ pub(crate) enum Format {
     Json,
 }
 
-/// How to print: the format, and whether the task's outcome sets the exit status.
+/// How to print, for a command that reports no task: the format alone.
 #[derive(Clone, Debug, Args)]
-pub(crate) struct OutputOpts {
+pub(crate) struct FormatOpts {
     /// Output format: `text` (labelled fields, one per line) or `json` (the protocol's
     /// own objects; JSON Lines with --stream).
     #[arg(short = 'o', long = "output", value_enum, env = "A2ACLI_OUTPUT", default_value_t = Format::Text)]
@@ -24,6 +24,22 @@ pub(crate) struct OutputOpts {
     /// Same as `-o json`.
     #[arg(long)]
     pub json: bool,
+}
+
+impl FormatOpts {
+    pub(crate) fn format(&self) -> Format {
+        match self.json {
+            true => Format::Json,
+            false => self.format,
+        }
+    }
+}
+
+/// How to print: the format, and whether the task's outcome sets the exit status.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct OutputOpts {
+    #[command(flatten)]
+    pub shown: FormatOpts,
     /// Text: everything exchanged, not the concise view: the whole history, each part
     /// with its kind, media type and name, the metadata.
     #[arg(long)]
@@ -36,21 +52,34 @@ pub(crate) struct OutputOpts {
 
 impl OutputOpts {
     pub(crate) fn format(&self) -> Format {
-        match self.json {
-            true => Format::Json,
-            false => self.format,
-        }
+        self.shown.format()
     }
 }
 
-/// Which agent to talk to and how.
+/// Which agent, for a command that reads its card and sends it nothing (`auth login`
+/// and `logout`): no credentials, bindings or protocol version to choose.
 #[derive(Clone, Debug, Default, Args)]
-pub(crate) struct AgentOpts {
+pub(crate) struct CardOpts {
     /// The agent: a bare host or origin (its `/.well-known/agent-card.json` is read), a
     /// Switchboard agent URL (`http://host/agents/NAME`), a card URL ending in `.json`,
     /// or a card file (`file://…` or a path).
     #[arg(short = 'a', long = "agent-card", env = "A2ACLI_AGENT_CARD")]
     pub agent_card: Option<String>,
+    /// Accept any TLS certificate (development only: prints a warning).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Log what the client does (calls, retries, streams) and the raw messages on the
+    /// wire (requests, answers, events; gRPC messages as JSON) to stderr; credentials
+    /// are always redacted.
+    #[arg(long)]
+    pub debug: bool,
+}
+
+/// Which agent to talk to and how.
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct AgentOpts {
+    #[command(flatten)]
+    pub card: CardOpts,
     /// Bearer token sent as `Authorization: Bearer …` (also `A2ACLI_BEARER` or
     /// `SWITCHBOARD_TOKEN`; prefer the environment: a flag shows in the process table and
     /// the shell history).
@@ -75,14 +104,6 @@ pub(crate) struct AgentOpts {
     /// A2A protocol version to speak (default 1.0; 0.3 only when asked for).
     #[arg(long, env = "A2ACLI_A2A_VERSION", default_value = "1.0")]
     pub a2a_version: String,
-    /// Accept any TLS certificate (development only: prints a warning).
-    #[arg(long)]
-    pub insecure: bool,
-    /// Log what the client does (calls, retries, streams) and the raw messages on the
-    /// wire (requests, answers, events; gRPC messages as JSON) to stderr; credentials
-    /// are always redacted.
-    #[arg(long)]
-    pub debug: bool,
 }
 
 /// How long and how often to wait for a task.

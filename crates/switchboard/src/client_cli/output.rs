@@ -7,7 +7,7 @@ use sb_protocol::{Task, TaskState};
 use serde::Serialize;
 
 use super::error::{CliError, exit};
-use super::opts::{Format, OutputOpts};
+use super::opts::{Format, FormatOpts, OutputOpts};
 use super::render;
 
 /// How this invocation prints.
@@ -29,6 +29,16 @@ impl Out {
             exit_status: opts.exit_status,
             streamed,
             verbose: opts.verbose,
+        }
+    }
+
+    /// For a command that reports no task: the format alone.
+    pub(crate) fn plain(opts: &FormatOpts) -> Out {
+        Out {
+            format: opts.format(),
+            exit_status: false,
+            streamed: false,
+            verbose: false,
         }
     }
 

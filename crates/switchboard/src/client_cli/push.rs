@@ -159,7 +159,7 @@ pub(crate) async fn run(command: PushCommand) -> Result<u8, CliError> {
 /// The agent and `wanted` ids of `[AGENT] ID…`.
 async fn open(args: &ConfigArgs, wanted: usize) -> Result<(Agent, Vec<String>), CliError> {
     let mut words = args.words.clone();
-    let reference = match args.agent.agent_card.clone() {
+    let reference = match args.agent.card.agent_card.clone() {
         Some(reference) => reference,
         None if words.len() == wanted + 1 => words.remove(0),
         None => return Err(CliError::usage("name the agent first, or with -a")),

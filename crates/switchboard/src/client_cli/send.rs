@@ -91,7 +91,7 @@ pub(crate) async fn send(args: SendArgs, matches: Option<&ArgMatches>) -> Result
         .and_then(|m| m.indices_of("words"))
         .map(Iterator::collect)
         .unwrap_or_default();
-    let reference = match args.turn.agent.agent_card.clone() {
+    let reference = match args.turn.agent.card.agent_card.clone() {
         Some(reference) => reference,
         None if words.is_empty() => {
             return Err(CliError::usage(

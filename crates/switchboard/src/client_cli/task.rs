@@ -129,7 +129,7 @@ pub(crate) async fn run(command: TaskCommand) -> Result<u8, CliError> {
 
 /// The agent and the task id of `[AGENT] TASK_ID`.
 pub(crate) async fn open(args: &TaskArgs) -> Result<(Agent, String), CliError> {
-    let (reference, task_id) = match (&args.agent.agent_card, args.words.as_slice()) {
+    let (reference, task_id) = match (&args.agent.card.agent_card, args.words.as_slice()) {
         (Some(reference), [task]) => (reference.clone(), task.clone()),
         (None, [reference, task]) => (reference.clone(), task.clone()),
         (Some(_), _) => return Err(CliError::usage("with -a, give only the task id")),
@@ -239,7 +239,7 @@ async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
 
 async fn list(args: ListArgs) -> Result<u8, CliError> {
     let out = Out::new(&args.output, false);
-    let reference = match (&args.agent.agent_card, &args.agent_ref) {
+    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
         (Some(reference), None) | (None, Some(reference)) => reference.clone(),
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
         (None, None) => {
