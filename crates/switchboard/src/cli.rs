@@ -80,7 +80,7 @@ struct HealthArgs {
     #[arg(long, env = "SWITCHBOARD_TOKEN", hide_env_values = true)]
     token: Option<String>,
     #[command(flatten)]
-    output: crate::client_cli::OutputOpts,
+    output: crate::client_cli::FormatOpts,
 }
 
 #[derive(Debug, clap::Args)]

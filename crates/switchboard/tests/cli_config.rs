@@ -269,7 +269,7 @@ fn auth_login_says_why_it_cannot_get_a_token() {
 
 /// A token as `auth login` stores it, expired, for the agent of `card`.
 #[test]
-fn auth_commands_offer_only_the_options_they_use() {
+fn commands_offer_only_the_options_they_use() {
     let home = Home::new();
     // Login reads the card and talks to the authorization server, never to the agent:
     // no credentials, bindings, protocol version or task output to choose.
@@ -320,6 +320,38 @@ fn auth_commands_offer_only_the_options_they_use() {
         "--agent-card",
     ] {
         assert!(help.contains(used), "{used} missing from:\n{help}");
+    }
+    // The task's view and outcome belong to the commands that report a task.
+    for command in [
+        &["task", "get", "--help"][..],
+        &["task", "cancel", "--help"],
+        &["subscribe", "--help"],
+        &["inbox", "answer", "--help"],
+    ] {
+        let help = text(&home.run(command, &[]).stdout);
+        assert!(
+            help.contains("--verbose") && help.contains("--exit-status"),
+            "{command:?}:\n{help}"
+        );
+    }
+    for command in [
+        &["card", "--help"][..],
+        &["task", "list", "--help"],
+        &["task", "download", "--help"],
+        &["push", "list", "--help"],
+        &["agents", "list", "--help"],
+        &["inbox", "list", "--help"],
+        &["ceremonies", "list", "--help"],
+        &["config", "show", "--help"],
+        &["conformance", "--help"],
+        &["health", "--help"],
+    ] {
+        let help = text(&home.run(command, &[]).stdout);
+        assert!(help.contains("--json"), "{command:?}:\n{help}");
+        assert!(
+            !help.contains("--verbose") && !help.contains("--exit-status"),
+            "{command:?} offers the task's view:\n{help}"
+        );
     }
 }
 

@@ -201,7 +201,7 @@ async fn login(args: LoginArgs) -> Result<u8, CliError> {
         extra_params,
     };
     let file = token_store::save(&stored)?;
-    let out = Out::plain(&args.output);
+    let out = Out::plain(&args.output, false);
     let report = json!({
         "agent": stored.agent, "flow": stored.flow, "expiresAt": expiry(stored.expires_at),
         "scopes": stored.scopes, "refreshable": stored.refresh_token.is_some(),
@@ -253,7 +253,7 @@ fn expiry(expires_at: Option<i64>) -> Option<String> {
 fn status(args: &StatusArgs) -> Result<u8, CliError> {
     let now = token_store::now();
     let tokens = token_store::list()?;
-    let out = Out::plain(&args.output);
+    let out = Out::plain(&args.output, false);
     let rows: Vec<_> = tokens
         .iter()
         .map(|(file, t)| {
@@ -295,7 +295,7 @@ fn status(args: &StatusArgs) -> Result<u8, CliError> {
 }
 
 async fn logout(args: LogoutArgs) -> Result<u8, CliError> {
-    let out = Out::plain(&args.output);
+    let out = Out::plain(&args.output, false);
     let agents: Vec<String> = match args.all {
         true => token_store::list()?
             .into_iter()

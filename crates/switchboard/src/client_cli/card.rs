@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use super::agent;
 use super::card_schema;
 use super::error::{CliError, exit};
-use super::opts::{AgentOpts, OutputOpts};
+use super::opts::{AgentOpts, FormatOpts};
 use super::output::Out;
 use super::render;
 
@@ -40,7 +40,7 @@ pub(crate) struct CardArgs {
     #[command(flatten)]
     pub agent: AgentOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 pub(crate) async fn run(command: CardCommand) -> Result<u8, CliError> {
@@ -53,7 +53,7 @@ pub(crate) async fn run(command: CardCommand) -> Result<u8, CliError> {
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
         (None, None) => return Err(CliError::usage("name the agent: `card get AGENT`")),
     };
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output, false);
     let http = agent::http_client(&args.agent.card)?;
     let found = agent::card(&http, &reference).await?;
     // The same choice later calls make: a card no interface of which suits is unusable.

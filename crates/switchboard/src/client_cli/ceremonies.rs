@@ -92,7 +92,7 @@ impl KeyArgs {
 }
 
 pub(crate) async fn run(command: CeremoniesCommand) -> Result<u8, CliError> {
-    let out = Out::new(&command.key().api.output, false);
+    let out = Out::plain(&command.key().api.output, false);
     let (answer, shown) = match &command {
         CeremoniesCommand::List(key) => {
             let listed = key

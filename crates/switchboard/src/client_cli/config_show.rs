@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::config_files::{self, Setting};
 use super::error::CliError;
-use super::opts::{AgentOpts, OutputOpts, WaitOpts};
+use super::opts::{AgentOpts, FormatOpts, WaitOpts};
 use super::output::Out;
 use super::token_store;
 
@@ -30,11 +30,11 @@ pub(crate) struct ShowArgs {
     #[command(flatten)]
     pub wait: WaitOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 impl ConfigCommand {
-    pub(crate) fn output(&self) -> &OutputOpts {
+    pub(crate) fn output(&self) -> &FormatOpts {
         let ConfigCommand::Show(args) = self;
         &args.output
     }
@@ -63,7 +63,7 @@ pub(crate) fn run(command: &ConfigCommand, matches: Option<&ArgMatches>) -> Resu
         "local": loaded.local.as_ref().map(|f| f.path.display().to_string()),
         "tokens": token_store::dir().map(|d| d.display().to_string()),
     });
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output, false);
     match out.is_json() {
         true => {
             let settings: Vec<Value> = lines

@@ -18,7 +18,7 @@ use super::card_schema;
 use super::conformance_capabilities;
 use super::conformance_checks::{self as checks, Check, Probe, Verdict};
 use super::error::{CliError, exit};
-use super::opts::{AgentOpts, OutputOpts, parse_duration};
+use super::opts::{AgentOpts, FormatOpts, parse_duration};
 use super::output::Out;
 
 #[derive(Debug, Args)]
@@ -39,7 +39,7 @@ pub(crate) struct ConformanceArgs {
     #[command(flatten)]
     pub agent: AgentOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 pub(crate) async fn run(args: ConformanceArgs) -> Result<u8, CliError> {
@@ -48,7 +48,7 @@ pub(crate) async fn run(args: ConformanceArgs) -> Result<u8, CliError> {
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
         (None, None) => return Err(CliError::usage("name the agent: `conformance AGENT`")),
     };
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output, false);
     let http = agent::http_client(&args.agent.card)?;
     let mut results = Vec::new();
     // A card that cannot be had or used ends the check as any command would end.

@@ -49,7 +49,7 @@ struct Planned<'a> {
 }
 
 pub(crate) async fn run(args: DownloadArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.task.output, false);
+    let out = Out::plain(&args.task.output, false);
     let (agent, task_id) = task::open(&args.task).await?;
     let task = agent
         .transport

@@ -10,7 +10,7 @@ use super::output::Out;
 use super::switchboard_api::{ApiOpts, clean};
 
 pub(crate) async fn run(api: ApiOpts, window: Option<String>) -> Result<u8, CliError> {
-    let out = Out::new(&api.output, false);
+    let out = Out::plain(&api.output, false);
     let path = match &window {
         Some(window) => format!("/fleet/health?window={window}"),
         None => "/fleet/health".to_owned(),

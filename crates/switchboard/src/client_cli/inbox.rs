@@ -7,6 +7,7 @@ use sb_protocol::Task;
 use serde_json::{Value, json};
 
 use super::error::CliError;
+use super::opts::TaskViewOpts;
 use super::output::Out;
 use super::render::{self, Doc};
 use super::switchboard_api::{ApiOpts, clean};
@@ -50,6 +51,8 @@ pub(crate) struct AnswerArgs {
     pub wait: bool,
     #[command(flatten)]
     pub api: ApiOpts,
+    #[command(flatten)]
+    pub view: TaskViewOpts,
 }
 
 impl InboxCommand {
@@ -71,7 +74,7 @@ pub(crate) async fn run(command: InboxCommand) -> Result<u8, CliError> {
 }
 
 async fn list(args: ListArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.api.output, false);
+    let out = Out::plain(&args.api.output, false);
     let path = match &args.agent {
         Some(agent) => format!("/fleet/inbox?agent={agent}"),
         None => "/fleet/inbox".to_owned(),
@@ -117,7 +120,7 @@ async fn list(args: ListArgs) -> Result<u8, CliError> {
 }
 
 async fn answer(args: AnswerArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.api.output, false);
+    let out = Out::with(&args.api.output, &args.view, false);
     let mut body = json!({"wait": args.wait});
     if !args.text.is_empty() {
         body["text"] = json!(args.text.join(" "));

@@ -54,7 +54,7 @@ use clap::{ArgMatches, Subcommand};
 
 use error::CliError;
 pub(crate) use error::exit;
-pub(crate) use opts::OutputOpts;
+pub(crate) use opts::FormatOpts;
 
 /// The client commands, flattened into the binary's own.
 #[derive(Debug, Subcommand)]
@@ -72,7 +72,7 @@ pub(crate) enum ClientCommand {
     /// Same as `task get`.
     Get(task::GetArgs),
     /// Same as `task cancel`.
-    Cancel(task::TaskArgs),
+    Cancel(task::CancelArgs),
     /// Same as `task list`.
     List(task::ListArgs),
     /// Same as `task subscribe`.
@@ -122,7 +122,7 @@ impl ClientCommand {
                 (args.task.output.format(), false, args.task.agent.card.debug)
             }
             ClientCommand::Task(T::Cancel(args)) | ClientCommand::Cancel(args) => {
-                (args.output.format(), false, args.agent.card.debug)
+                (args.task.output.format(), false, args.task.agent.card.debug)
             }
             ClientCommand::Task(T::List(args)) | ClientCommand::List(args) => {
                 (args.output.format(), false, args.agent.card.debug)
@@ -173,7 +173,7 @@ fn push_settings(command: &push::PushCommand) -> (opts::Format, bool, bool) {
 pub(crate) fn fleet_health(
     url: String,
     token: Option<String>,
-    output: opts::OutputOpts,
+    output: opts::FormatOpts,
     window: Option<String>,
 ) -> ExitCode {
     let format = output.format();

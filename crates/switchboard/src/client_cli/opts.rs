@@ -35,11 +35,9 @@ impl FormatOpts {
     }
 }
 
-/// How to print: the format, and whether the task's outcome sets the exit status.
-#[derive(Clone, Debug, Args)]
-pub(crate) struct OutputOpts {
-    #[command(flatten)]
-    pub shown: FormatOpts,
+/// How a reported task is shown, and whether its outcome sets the exit status.
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct TaskViewOpts {
     /// Text: everything exchanged, not the concise view: the whole history, each part
     /// with its kind, media type and name, the metadata.
     #[arg(long)]
@@ -48,6 +46,15 @@ pub(crate) struct OutputOpts {
     /// input or auth (default: 0 for any outcome the command reported, spec §11.6).
     #[arg(long)]
     pub exit_status: bool,
+}
+
+/// How to print, for a command that reports a task: the format and the task's view.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct OutputOpts {
+    #[command(flatten)]
+    pub shown: FormatOpts,
+    #[command(flatten)]
+    pub view: TaskViewOpts,
 }
 
 impl OutputOpts {

@@ -7,7 +7,7 @@ use sb_protocol::{Task, TaskState};
 use serde::Serialize;
 
 use super::error::{CliError, exit};
-use super::opts::{Format, FormatOpts, OutputOpts};
+use super::opts::{Format, FormatOpts, OutputOpts, TaskViewOpts};
 use super::render;
 
 /// How this invocation prints.
@@ -24,21 +24,20 @@ pub(crate) struct Out {
 
 impl Out {
     pub(crate) fn new(opts: &OutputOpts, streamed: bool) -> Out {
-        Out {
-            format: opts.format(),
-            exit_status: opts.exit_status,
-            streamed,
-            verbose: opts.verbose,
-        }
+        Out::with(&opts.shown, &opts.view, streamed)
     }
 
     /// For a command that reports no task: the format alone.
-    pub(crate) fn plain(opts: &FormatOpts) -> Out {
+    pub(crate) fn plain(opts: &FormatOpts, streamed: bool) -> Out {
+        Out::with(opts, &TaskViewOpts::default(), streamed)
+    }
+
+    pub(crate) fn with(shown: &FormatOpts, view: &TaskViewOpts, streamed: bool) -> Out {
         Out {
-            format: opts.format(),
-            exit_status: false,
-            streamed: false,
-            verbose: false,
+            format: shown.format(),
+            exit_status: view.exit_status,
+            streamed,
+            verbose: view.verbose,
         }
     }
 

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::agent::{self, Agent};
 use super::error::CliError;
-use super::opts::{AgentOpts, OutputOpts};
+use super::opts::{AgentOpts, FormatOpts};
 use super::output::Out;
 use super::render::{self, Doc};
 
@@ -39,7 +39,7 @@ pub(crate) struct ConfigArgs {
     #[command(flatten)]
     pub agent: AgentOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 #[derive(Debug, Args)]
@@ -79,14 +79,14 @@ pub(crate) struct ReceiveArgs {
     #[arg(long)]
     pub count: Option<u64>,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 pub(crate) async fn run(command: PushCommand) -> Result<u8, CliError> {
     match command {
         PushCommand::Receive(args) => receive(args).await,
         PushCommand::Create(args) => {
-            let out = Out::new(&args.target.output, false);
+            let out = Out::plain(&args.target.output, false);
             let (agent, ids) = open(&args.target, 1).await?;
             let authentication = args.auth_scheme.map(|scheme| AuthenticationInfo {
                 scheme,
@@ -109,7 +109,7 @@ pub(crate) async fn run(command: PushCommand) -> Result<u8, CliError> {
             Ok(0)
         }
         PushCommand::Get(args) => {
-            let out = Out::new(&args.output, false);
+            let out = Out::plain(&args.output, false);
             let (agent, ids) = open(&args, 2).await?;
             let config = agent
                 .transport
@@ -120,7 +120,7 @@ pub(crate) async fn run(command: PushCommand) -> Result<u8, CliError> {
             Ok(0)
         }
         PushCommand::List(args) => {
-            let out = Out::new(&args.output, false);
+            let out = Out::plain(&args.output, false);
             let (agent, ids) = open(&args, 1).await?;
             let configs = agent
                 .transport
@@ -140,7 +140,7 @@ pub(crate) async fn run(command: PushCommand) -> Result<u8, CliError> {
             Ok(0)
         }
         PushCommand::Delete(args) => {
-            let out = Out::new(&args.output, false);
+            let out = Out::plain(&args.output, false);
             let (agent, ids) = open(&args, 2).await?;
             agent
                 .transport
@@ -248,7 +248,7 @@ fn verify(secret: Option<&[u8]>, headers: &HeaderMap, body: &[u8]) -> Verdict {
 }
 
 async fn receive(args: ReceiveArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.output, true);
+    let out = Out::plain(&args.output, true);
     let secret = match &args.secret {
         Some(text) => Some(Arc::<[u8]>::from(
             sb_webhooks::signing::parse_secret(text).map_err(CliError::usage)?,

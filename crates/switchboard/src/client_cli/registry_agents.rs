@@ -69,7 +69,7 @@ pub(crate) async fn run(command: AgentsCommand) -> Result<u8, CliError> {
         AgentsCommand::List(args) => list(args).await,
         AgentsCommand::Register(args) => register(args).await,
         AgentsCommand::Remove(args) => {
-            let out = Out::new(&args.api.output, false);
+            let out = Out::plain(&args.api.output, false);
             let path = format!("/registry/agents/{}", encode(&args.name));
             args.api.call(reqwest::Method::DELETE, &path, None).await?;
             match out.is_json() {
@@ -94,7 +94,7 @@ fn encode(segment: &str) -> String {
 }
 
 async fn list(args: ListArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.api.output, false);
+    let out = Out::plain(&args.api.output, false);
     let mut filters = Vec::new();
     for (key, value) in [
         ("q", &args.query),
@@ -161,7 +161,7 @@ fn definition(file: &str) -> Result<Value, CliError> {
 }
 
 async fn register(args: RegisterArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.api.output, false);
+    let out = Out::plain(&args.api.output, false);
     let definition = definition(&args.file)?;
     let Some(name) = args
         .name

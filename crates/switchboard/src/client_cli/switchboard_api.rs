@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::error::{CliError, exit};
-use super::opts::OutputOpts;
+use super::opts::FormatOpts;
 
 /// Where the Switchboard is and who asks.
 #[derive(Clone, Debug, Args)]
@@ -26,7 +26,7 @@ pub(crate) struct ApiOpts {
     )]
     pub token: Option<String>,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 impl ApiOpts {

@@ -8,7 +8,7 @@ use sb_protocol::{StreamResponse, Task, TaskState};
 
 use super::agent::{self, Agent};
 use super::error::CliError;
-use super::opts::{AgentOpts, OutputOpts, WaitOpts};
+use super::opts::{AgentOpts, FormatOpts, TaskViewOpts, WaitOpts};
 use super::output::Out;
 use super::progress::Progress;
 use super::{render, send, wait};
@@ -19,7 +19,7 @@ pub(crate) enum TaskCommand {
     /// ends or waits for you.
     Get(GetArgs),
     /// Cancel a task and print the state it is left in.
-    Cancel(TaskArgs),
+    Cancel(CancelArgs),
     /// List your tasks (filters: --state, --context-id; paging: --page-size,
     /// --page-token, --all).
     List(ListArgs),
@@ -42,7 +42,15 @@ pub(crate) struct TaskArgs {
     #[command(flatten)]
     pub agent: AgentOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    #[command(flatten)]
+    pub task: TaskArgs,
+    #[command(flatten)]
+    pub view: TaskViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -57,6 +65,8 @@ pub(crate) struct GetArgs {
     pub wait: bool,
     #[command(flatten)]
     pub waiting: WaitOpts,
+    #[command(flatten)]
+    pub view: TaskViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +81,8 @@ pub(crate) struct SubscribeArgs {
     pub last_event_id: Option<String>,
     #[command(flatten)]
     pub waiting: WaitOpts,
+    #[command(flatten)]
+    pub view: TaskViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -102,7 +114,7 @@ pub(crate) struct ListArgs {
     #[command(flatten)]
     pub agent: AgentOpts,
     #[command(flatten)]
-    pub output: OutputOpts,
+    pub output: FormatOpts,
 }
 
 fn parse_state(text: &str) -> Result<TaskState, String> {
@@ -159,7 +171,7 @@ fn print_task(agent: &Agent, out: &Out, task: &Task, history: bool) -> Result<()
 }
 
 async fn get(args: GetArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.task.output, false);
+    let out = Out::with(&args.task.output, &args.view, false);
     let (agent, task_id) = open(&args.task).await?;
     if args.wait {
         let progress = Progress::start(!out.is_json(), &task_id);
@@ -180,9 +192,9 @@ async fn get(args: GetArgs) -> Result<u8, CliError> {
     Ok(out.outcome(&task))
 }
 
-async fn cancel(args: TaskArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.output, false);
-    let (agent, task_id) = open(&args).await?;
+async fn cancel(args: CancelArgs) -> Result<u8, CliError> {
+    let out = Out::with(&args.task.output, &args.view, false);
+    let (agent, task_id) = open(&args.task).await?;
     let task = agent
         .transport
         .cancel_task(&task_id)
@@ -197,7 +209,7 @@ async fn cancel(args: TaskArgs) -> Result<u8, CliError> {
 }
 
 async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.task.output, args.stream);
+    let out = Out::with(&args.task.output, &args.view, args.stream);
     let (agent, task_id) = open(&args.task).await?;
     let stream = match agent.streams() {
         true => Some(
@@ -238,7 +250,7 @@ async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
 }
 
 async fn list(args: ListArgs) -> Result<u8, CliError> {
-    let out = Out::new(&args.output, false);
+    let out = Out::plain(&args.output, false);
     let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
         (Some(reference), None) | (None, Some(reference)) => reference.clone(),
         (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
