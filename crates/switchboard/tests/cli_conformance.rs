@@ -205,6 +205,38 @@ async fn conformance_passes_against_switchboards_own_agents_on_every_binding() {
 
 /// A stub that serves a valid card (no streaming, no push) and answers every call
 /// wrongly.
+#[tokio::test]
+async fn a_webhook_url_the_agent_refuses_skips_the_push_check_saying_why() {
+    // No --webhook-allow: the server refuses a loopback webhook when it is registered.
+    let server = start_with(&[]).await;
+    let agent = server.agent("echo");
+    let out = cli(&[
+        "conformance",
+        &agent,
+        "--transport",
+        "JSONRPC",
+        "--webhook-url",
+        "http://127.0.0.1:9/hook",
+        "-o",
+        "json",
+    ]);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "push config lifecycle")
+        .unwrap();
+    assert_eq!(check["verdict"], "skip", "{check:#}");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("refused the webhook URL http://127.0.0.1:9/hook")
+            && reason.contains("--webhook-url"),
+        "{reason}"
+    );
+}
+
 fn wrong_answer(request: &Value) -> Value {
     match request["method"].as_str().unwrap_or_default() {
         // A task without an id.

@@ -124,11 +124,22 @@ pub(crate) async fn push_configs(probe: &Probe<'_>, task: Option<&Task>) -> Chec
             "SendMessage made no task to configure".into(),
         );
     }
+    let (created, refusal) = attempt(probe, probe.transport.create_push_config(&config)).await;
+    // An agent may refuse a URL it cannot resolve or will not deliver to (a private
+    // address): that is its policy, not a departure from the spec.
+    if let Err(CallError::A2A(e)) = &refusal
+        && e.kind == ErrorKind::InvalidParams
+    {
+        return check(
+            Verdict::Skip,
+            format!(
+                "the agent refused the webhook URL {}: {}; give one it accepts with --webhook-url",
+                config.url, e.message
+            ),
+        );
+    }
     let lifecycle = async {
-        let created = probe
-            .within(probe.transport.create_push_config(&config))
-            .await
-            .map_err(|r| format!("create: {r}"))?;
+        let created = created.map_err(|r| format!("create: {r}"))?;
         let id = created
             .id
             .clone()
