@@ -1,6 +1,9 @@
-//! The options every client command shares: which agent, how to reach it, how to print,
-//! how long to wait. Names follow the a2a-cli specification (§7.2), each with its
-//! `A2ACLI_*` variable; credentials never show their values in `--help`.
+//! The options the client commands share: which agent ([`CardOpts`]) and how to reach
+//! it ([`AgentOpts`]), how to print ([`FormatOpts`]; with a reported task's view and
+//! outcome, [`OutputOpts`]), how long to wait. Each command flattens only the ones it
+//! uses, so its `--help` offers nothing that would do nothing. Names follow the a2a-cli
+//! specification (§7.2), each with its `A2ACLI_*` variable; credentials never show their
+//! values in `--help`.
 
 use std::time::Duration;
 
