@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: format, lints, unit/integration tests, then the interop suite
+# The whole test suite: format, lints, docs, unit/integration tests, then the interop suite
 # (official Python and JS A2A clients) against a freshly started switchboard, the README's
 # tour, the split deployment, the Python worker, the benchmark harness's smoke mode, and
 # our A2A client against the official SDK servers.
@@ -50,6 +50,9 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc (no broken link: in the public docs, none to a private item either)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked --quiet
 ensure_redis
 ensure_tmux
 echo "== cargo test"

@@ -153,7 +153,7 @@ impl TaskContext {
 ///
 /// Progress (working, artifacts, streamed text) is pipelined: the call returns once the
 /// update is queued, and what queues up while one commit is under way goes into the
-/// next one (see [`crate::outbox`]). A call that ends the turn (complete, fail, reject,
+/// next one (see `crate::outbox`). A call that ends the turn (complete, fail, reject,
 /// input or auth required) returns once it and everything before it is durable, with
 /// the task as stored. A progress update the task service refuses (the task was
 /// canceled meanwhile, say) is reported by the next call.

@@ -6,7 +6,7 @@
 //! - [`api`]: the trait, the context and the reporter. Agents are invoked once per user
 //!   message (the first one, and each answer to an input request) with the task's full
 //!   history, so an agent keeps no state between turns and survives restarts.
-//! - [`outbox`]: how a reporter pipelines an agent's updates into as few commits as
+//! - `outbox`: how a reporter pipelines an agent's updates into as few commits as
 //!   the store's pace allows.
 //! - [`host`]: [`AgentHost`], which owns each run (never the HTTP request), watches for
 //!   cancellation and fails runs that end without a final state. A new task's agent

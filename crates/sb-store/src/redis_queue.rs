@@ -18,7 +18,7 @@ use crate::traits::{StoreError, StoreResult};
 const GROUP: &str = "workers";
 
 /// Queues only below the limit, atomically with the length check. Idempotent per turn
-/// (KEYS[2] marks the turn queued for a day), so a push whose answer was lost with its
+/// (`KEYS[2]` marks the turn queued for a day), so a push whose answer was lost with its
 /// connection can be sent again without queuing the turn twice.
 const PUSH: &str = r#"
 if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end

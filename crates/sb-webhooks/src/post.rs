@@ -1,7 +1,7 @@
 //! Posting one signed webhook until it is done: attempts until one is accepted, the
 //! receiver refuses (a 4xx other than 408 and 429: not retried), or the retries run out;
 //! between attempts the workspace's [`Backoff`], or longer when the receiver's
-//! `Retry-After` asks for it (up to [`MAX_RETRY_AFTER`]); each attempt signed anew, so
+//! `Retry-After` asks for it (up to `MAX_RETRY_AFTER`); each attempt signed anew, so
 //! its Standard Webhooks timestamp is fresh. The dispatcher posts every event to every
 //! push config this way, and so does any other announcer (the fleet inbox).
 

@@ -1,6 +1,6 @@
 //! The command line: `switchboard serve` (the default), `switchboard worker`,
 //! `switchboard health`, and the A2A client commands (`card`, `send`, `task`, …:
-//! [`crate::client_cli`]).
+//! `crate::client_cli`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,11 +1,11 @@
 //! The `switchboard` binary's library: command line, configuration and the wiring of the
-//! services. `main.rs` only calls [`main`]; tests drive [`serve`] directly.
+//! services. `main.rs` only calls [`main`]; tests drive [`serve()`] directly.
 //!
 //! # Layout
 //! - [`cli`]: the command line (`serve`, `worker`, `health`), logging and signals;
 //!   `client_cli`: the A2A client commands (`card`, `send`, `task`, …; docs/cli.md).
 //! - [`config`]: the configuration tree and its pure loader.
-//! - [`serve`]: the all-in-one deployment (the default), running until shutdown;
+//! - [`serve()`]: the all-in-one deployment (the default), running until shutdown;
 //!   [`Switchboard`] runs it inside a program of your own, with agents written in Rust.
 //! - [`split`]: any subset of the services, sharing state through Redis and calling
 //!   each other over the internal gRPC API; [`worker`] runs agents as a remote worker,

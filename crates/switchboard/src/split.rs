@@ -4,7 +4,7 @@
 //! the public gRPC service) if it is a gateway (HTTP/1.1 and HTTP/2 side by side).
 //! Agents run on remote workers (`switchboard worker`).
 //!
-//! What differs from the all-in-one ([`crate::serve`]): only the named services run; a
+//! What differs from the all-in-one ([`crate::serve()`]): only the named services run; a
 //! gateway calls the task-state, fan-out and registry services over gRPC, even those in
 //! its own process; open tasks are counted in Redis; turns are queued for workers.
 

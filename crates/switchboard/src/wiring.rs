@@ -1,6 +1,6 @@
 //! What both deployments build the same way from the configuration: the task-state
 //! service, the webhook dispatcher, the deadline keeper, a gateway's state and routes,
-//! and the port served until shutdown. [`crate::serve`] hands them services running in
+//! and the port served until shutdown. [`crate::serve()`] hands them services running in
 //! its own process; [`crate::split`] hands a gateway gRPC clients of the services that
 //! run elsewhere, and builds only the services its process runs.
 

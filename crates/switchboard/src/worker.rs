@@ -14,7 +14,7 @@ use crate::worker_fleet::{self, SessionTemplate};
 
 /// Serves turns of `agents` (all configured agents when empty) until `shutdown`; with
 /// `registry_url` (and no `agents` named), also those of every bridged agent the
-/// registry lists ([`crate::worker_fleet`]).
+/// registry lists (`crate::worker_fleet`).
 pub async fn work(
     config: &Config,
     tasks_url: &str,

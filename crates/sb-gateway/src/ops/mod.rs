@@ -1,13 +1,13 @@
 //! The A2A operations, independent of binding and version: every binding decodes its
 //! request into these calls and encodes what they return.
 //!
-//! - [`send`]: SendMessage and SendStreamingMessage: a task created or resumed, its
+//! - `send`: SendMessage and SendStreamingMessage: a task created or resumed, its
 //!   agent's turn started, and the answer (blocking, non-blocking or streamed).
-//! - [`streams`]: the frames of a stream: snapshot then live events, where a stream
+//! - `streams`: the frames of a stream: snapshot then live events, where a stream
 //!   ends, SubscribeToTask with the resume cursor.
-//! - [`tasks`]: GetTask, ListTasks, CancelTask.
-//! - [`push`]: the push-notification config operations.
-//! - [`card`](mod@card): GetExtendedAgentCard.
+//! - `tasks`: GetTask, ListTasks, CancelTask.
+//! - `push`: the push-notification config operations.
+//! - `card`: GetExtendedAgentCard.
 
 mod card;
 mod push;

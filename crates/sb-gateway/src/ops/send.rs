@@ -264,7 +264,7 @@ impl Sent {
 }
 
 /// SendMessage: non-blocking returns the task as created. Blocking, in 1.0, waits until
-/// the task is terminal or interrupted (spec §3.2.2), at most [`BLOCKING_WAIT`], then
+/// the task is terminal or interrupted (spec §3.2.2), at most `BLOCKING_WAIT`, then
 /// answers with the task as it stands. A 0.3 blocking `message/send` answers with the
 /// task "after processing the message" (0.3 §7.1): once the agent's turn is over, which
 /// is what the 0.3 reference SDKs do and what the 0.3 TCK's tests of open tasks rely on.

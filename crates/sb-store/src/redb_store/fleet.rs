@@ -1,6 +1,6 @@
 //! [`FleetStore`] in the embedded store: counter maps in
-//! [`FLEET_COUNTERS`](super::FLEET_COUNTERS), scored sets in
-//! [`FLEET_SETS`](super::FLEET_SETS), documents in [`FLEET_DOCS`](super::FLEET_DOCS),
+//! [`FLEET_COUNTERS`], scored sets in
+//! [`FLEET_SETS`], documents in [`FLEET_DOCS`],
 //! claims in [`FLEET_CLAIMS`](super::FLEET_CLAIMS). Writes go through the writer thread
 //! and the journal like every other write ([`FleetOp`], applied by [`fleet_writes`]);
 //! reads open the file, and take what has expired for absent.
@@ -19,7 +19,7 @@ use super::{FLEET_COUNTERS, FLEET_DOCS, FLEET_SETS, RedbStore};
 use crate::fleet::{FleetStore, now_ms};
 use crate::traits::{StoreError, StoreResult};
 
-/// A counter map as [`FLEET_COUNTERS`](super::FLEET_COUNTERS) holds it, postcard-encoded:
+/// A counter map as [`FLEET_COUNTERS`] holds it, postcard-encoded:
 /// varints, and each field's name once, so a health bucket of a few counters takes a
 /// few dozen bytes.
 #[derive(Debug, Serialize, Deserialize)]

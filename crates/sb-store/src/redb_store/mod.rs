@@ -1,6 +1,6 @@
 //! The embedded durable backend: one redb file with a redo journal in front of it
-//! ([`journal`]), group commit ([`writer`]); running tasks, their latest events and push
-//! configs answered from memory ([`Hot`](hot::Hot)).
+//! (`journal`), group commit (`writer`); running tasks, their latest events and push
+//! configs answered from memory (`Hot`).
 //!
 //! redb allows one writer at a time, so all writes go to one writer thread that takes
 //! every request waiting in its queue, applies them in one transaction, appends them to
@@ -8,29 +8,29 @@
 //! sequential write and one fsync, not one each, and not redb's own page writes. Each
 //! request's compare-and-set is checked inside that transaction, so batching never
 //! weakens atomicity. The redb commits are non-durable; a periodic checkpoint makes the
-//! file durable on its own and empties the journal ([`tables`]), on a thread of its own
-//! while the writer goes on journaling ([`checkpoints`]). Reads run on the
+//! file durable on its own and empties the journal (`tables`), on a thread of its own
+//! while the writer goes on journaling (`checkpoints`). Reads run on the
 //! blocking pool with their own MVCC snapshot and never wait for the writer.
 //!
 //! # Layout
 //! - this file: the tables, the [`RedbStore`] handle, and how it asks the writer thread
 //!   and reads the file.
-//! - [`api`]: what the store answers: its own methods and the storage traits, from the
+//! - `api`: what the store answers: its own methods and the storage traits, from the
 //!   cache when it can, else from the file.
-//! - [`open`]: opening the store: the file, the replay of its journal, the cache's first
+//! - `open`: opening the store: the file, the replay of its journal, the cache's first
 //!   contents, the threads.
-//! - [`hot`]: the cache of running tasks, their latest events and push configs.
-//! - [`writer`]: the writer thread's loop and what its queue carries; [`gather`] takes a
-//!   batch from the queue, [`batch`] applies one (its transaction, journal frame and
-//!   replies), [`ops`] each request in it; [`dropper`] frees what the cache forgets.
-//! - [`checkpoints`]: deferred batches and the checkpoint thread.
-//! - [`journal`]: the redo journal: its entries, frames and two files.
-//! - [`tables`]: journal entries applied to the tables, checkpoints, the replay on open.
-//! - [`runs`]: how the events table holds a task's events.
-//! - [`registry`]: the agent registry's records ([`RegistryStore`](crate::RegistryStore)).
-//! - [`fleet`]: the fleet layer's counters, sets, documents and claims
+//! - `hot`: the cache of running tasks, their latest events and push configs.
+//! - `writer`: the writer thread's loop and what its queue carries; `gather` takes a
+//!   batch from the queue, `batch` applies one (its transaction, journal frame and
+//!   replies), `ops` each request in it; `dropper` frees what the cache forgets.
+//! - `checkpoints`: deferred batches and the checkpoint thread.
+//! - `journal`: the redo journal: its entries, frames and two files.
+//! - `tables`: journal entries applied to the tables, checkpoints, the replay on open.
+//! - `runs`: how the events table holds a task's events.
+//! - `registry`: the agent registry's records ([`RegistryStore`](crate::RegistryStore)).
+//! - `fleet`: the fleet layer's counters, sets, documents and claims
 //!   ([`FleetStore`](crate::FleetStore)): what it answers and asks the writer;
-//!   [`fleet_writes`] what the writer does with it, and how expired entries are reclaimed.
+//!   `fleet_writes` what the writer does with it, and how expired entries are reclaimed.
 
 mod api;
 mod batch;

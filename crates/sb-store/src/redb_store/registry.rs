@@ -1,5 +1,5 @@
 //! The agent registry's records ([`RegistryStore`]): agents by name in
-//! [`AGENTS`](super::AGENTS), the signing key in [`REGISTRY_META`](super::REGISTRY_META).
+//! [`AGENTS`], the signing key in [`REGISTRY_META`].
 //! Writes go through the writer thread and the journal like every other write
 //! ([`WriteOp::PutAgent`] and its neighbours); reads open the file.
 
@@ -11,7 +11,7 @@ use super::writer::WriteOp;
 use super::{AGENTS, REGISTRY_META, RedbStore};
 use crate::traits::{RegistryStore, StoreError, StoreResult};
 
-/// The key of the card-signing key in [`REGISTRY_META`](super::REGISTRY_META).
+/// The key of the card-signing key in [`REGISTRY_META`].
 pub(super) const SIGNING_KEY: &str = "signing_key";
 
 /// The registry's tables, open in one write transaction.

@@ -1,6 +1,6 @@
 //! The writer thread: every write request waiting in the queue goes into one transaction
 //! and one journal frame (group commit). Under concurrent load it waits a moment for more
-//! requests before committing (see [`gather`](super::gather::gather)); the records it
+//! requests before committing (see [`gather`]); the records it
 //! commits also keep the [`Hot`](super::hot::Hot) cache current, since this thread is the
 //! only one that changes the file. A batch is durable once its journal frame is on disk
 //! ([`super::journal`]); task commits reach the redb file a few batches at a time, in one

@@ -118,7 +118,7 @@ impl LocalTaskService {
     }
 
     /// Commits a new task (its slot already claimed, when counted here) with as many of
-    /// `updates` applied after its creation as apply ([`TaskService::create_with`]), and
+    /// `updates` applied after its creation as apply ([`TaskDrafts::create_with`]), and
     /// publishes its events.
     async fn commit_new(
         &self,

@@ -2,14 +2,14 @@
 //! live at delivery time, one event after another per task (parallel across tasks),
 //! never inline with the producer.
 //!
-//! - [`feed`]: what wakes deliveries: the bus's events, a periodic sweep, a restart.
-//! - [`chains`]: one chain of delivery jobs per task, which keeps its events in order,
+//! - `feed`: what wakes deliveries: the bus's events, a periodic sweep, a restart.
+//! - `chains`: one chain of delivery jobs per task, which keeps its events in order,
 //!   and the catch-up that brings each config's durable cursor up to the task's log.
-//! - [`request`]: an event's body per protocol version, and the signed headers.
-//! - [`delivery`]: one event to one config, posted until done ([`crate::post`]:
+//! - `request`: an event's body per protocol version, and the signed headers.
+//! - `delivery`: one event to one config, posted until done ([`crate::post`]:
 //!   attempts, retries on the workspace's backoff or after `Retry-After`, no redirects,
 //!   only allowed addresses), logged and counted.
-//! - [`dead_letters`]: deliveries that failed for good, kept for an operator to re-drive.
+//! - `dead_letters`: deliveries that failed for good, kept for an operator to re-drive.
 
 mod chains;
 mod dead_letters;

@@ -5,7 +5,7 @@
 //!   services of a split deployment ([`Service`]);
 //! - `agent`: the `[[agents]]` entries ([`AgentConfig`], the registry's agent definition);
 //! - `load`: the settings given as flags or in the environment ([`Overrides`]), laid over
-//!   the file by [`load`];
+//!   the file by [`load()`];
 //! - `validate`: what the types cannot say (names, limits, credentials, topology).
 //!
 //! Closed sets of values are enums, so serde names the allowed values when it refuses one.
