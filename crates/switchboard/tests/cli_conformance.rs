@@ -203,8 +203,6 @@ async fn conformance_passes_against_switchboards_own_agents_on_every_binding() {
     assert_eq!(field(&text, "Failed"), "0");
 }
 
-/// A stub that serves a valid card (no streaming, no push) and answers every call
-/// wrongly.
 #[tokio::test]
 async fn a_webhook_url_the_agent_refuses_skips_the_push_check_saying_why() {
     // No --webhook-allow: the server refuses a loopback webhook when it is registered.
@@ -237,6 +235,8 @@ async fn a_webhook_url_the_agent_refuses_skips_the_push_check_saying_why() {
     );
 }
 
+/// A stub that serves a valid card (no streaming, no push) and answers every call
+/// wrongly.
 fn wrong_answer(request: &Value) -> Value {
     match request["method"].as_str().unwrap_or_default() {
         // A task without an id.
