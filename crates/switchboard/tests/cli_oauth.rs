@@ -56,6 +56,7 @@ fn provider(resource: &str) -> (Reaped, String) {
 /// The provider, and a Switchboard whose `guarded` agent accepts its tokens only.
 struct World {
     agent: String,
+    issuer: String,
     home: tempfile::TempDir,
     _provider: Reaped,
     _server: Served,
@@ -85,6 +86,7 @@ async fn world() -> World {
     std::fs::create_dir_all(home.path().join("work")).unwrap();
     World {
         agent,
+        issuer,
         home,
         _provider: provider,
         _server: server,
@@ -217,6 +219,50 @@ async fn client_credentials_login_then_calls_carry_the_stored_token() {
     assert!(!file.exists());
     let out = world.run(&["send", agent, "hello"], &[]);
     assert_eq!(out.status.code(), Some(4));
+}
+
+#[tokio::test]
+#[ignore = "needs node and tests/oauth's packages (bash tests/oauth/install.sh)"]
+async fn an_openid_connect_card_is_logged_into_through_the_discovery_document() {
+    let world = world().await;
+    // The agent's card with its OAuth 2 scheme replaced by an OpenID Connect one under
+    // the same name: no token URL on the card, only the provider's discovery document.
+    let served = world.run(&["card", &world.agent, "-o", "json"], &[]);
+    assert_eq!(served.status.code(), Some(0), "{}", text(&served.stderr));
+    let mut card: Value = serde_json::from_slice(&served.stdout).unwrap();
+    let discovery = format!("{}/.well-known/openid-configuration", world.issuer);
+    let schemes = card["securitySchemes"].as_object_mut().unwrap();
+    assert!(!schemes.is_empty(), "{card:#}");
+    for scheme in schemes.values_mut() {
+        *scheme = serde_json::json!({"openIdConnectSecurityScheme": {
+            "openIdConnectUrl": discovery}});
+    }
+    let path = world.home.path().join("work/oidc-card.json");
+    std::fs::write(&path, card.to_string()).unwrap();
+    let card_ref = path.to_string_lossy().into_owned();
+
+    let secret = [("A2ACLI_CLIENT_SECRET", SECRET)];
+    let out = world.run(
+        &[
+            "auth",
+            "login",
+            &card_ref,
+            "--client-id",
+            "machine",
+            "--debug",
+        ],
+        &secret,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (_, stored) = world.stored();
+    assert_eq!(stored["flow"], "client_credentials");
+    assert_eq!(stored["token_url"], format!("{}/token", world.issuer));
+    let token = stored["access_token"].as_str().unwrap().to_owned();
+    assert!(!leaks(&out, &token) && !leaks(&out, SECRET));
+    // The stored token is the card's: a call through it carries it.
+    let out = world.run(&["send", &card_ref, "hello"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("hello"));
 }
 
 /// A device login under way: the command, where it sent the person, the rest of its
