@@ -114,18 +114,10 @@ pub(crate) async fn run(command: AuthCommand) -> Result<u8, CliError> {
     }
 }
 
-fn reference(given: Option<&String>, opts: &CardOpts, verb: &str) -> Result<String, CliError> {
-    match (&opts.agent_card, given) {
-        (Some(reference), None) | (None, Some(reference)) => Ok(reference.clone()),
-        (Some(_), Some(_)) => Err(CliError::usage("name the agent once: AGENT or -a")),
-        (None, None) => Err(CliError::usage(format!(
-            "name the agent: `auth {verb} AGENT`"
-        ))),
-    }
-}
-
 async fn login(args: LoginArgs) -> Result<u8, CliError> {
-    let reference = reference(args.agent_ref.as_ref(), &args.agent, "login")?;
+    let reference = args
+        .agent
+        .reference(args.agent_ref.as_ref(), "`auth login AGENT`")?;
     let found = agent::card(&agent::http_client(&args.agent)?, &reference).await?;
     let http = stored_auth::oauth_http(args.agent.insecure)?;
     let mut endpoints = Endpoints::from_card(&found.card);
@@ -302,7 +294,9 @@ async fn logout(args: LogoutArgs) -> Result<u8, CliError> {
             .map(|(_, t)| t.agent)
             .collect(),
         false => {
-            let reference = reference(args.agent_ref.as_ref(), &args.agent, "logout")?;
+            let reference = args
+                .agent
+                .reference(args.agent_ref.as_ref(), "`auth logout AGENT`")?;
             vec![card_url(&reference, &args.agent).await?]
         }
     };

@@ -48,11 +48,10 @@ pub(crate) async fn run(command: CardCommand) -> Result<u8, CliError> {
         Some(CardSub::Get(args)) => args,
         None => command.args,
     };
-    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
-        (Some(reference), None) | (None, Some(reference)) => reference.clone(),
-        (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
-        (None, None) => return Err(CliError::usage("name the agent: `card get AGENT`")),
-    };
+    let reference = args
+        .agent
+        .card
+        .reference(args.agent_ref.as_ref(), "`card get AGENT`")?;
     let out = Out::plain(&args.output, false);
     let http = agent::http_client(&args.agent.card)?;
     let found = agent::card(&http, &reference).await?;

@@ -43,11 +43,10 @@ pub(crate) struct ConformanceArgs {
 }
 
 pub(crate) async fn run(args: ConformanceArgs) -> Result<u8, CliError> {
-    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
-        (Some(reference), None) | (None, Some(reference)) => reference.clone(),
-        (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
-        (None, None) => return Err(CliError::usage("name the agent: `conformance AGENT`")),
-    };
+    let reference = args
+        .agent
+        .card
+        .reference(args.agent_ref.as_ref(), "`conformance AGENT`")?;
     let out = Out::plain(&args.output, false);
     let http = agent::http_client(&args.agent.card)?;
     let mut results = Vec::new();

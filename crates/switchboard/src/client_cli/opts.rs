@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::error::CliError;
+
 /// The output format (spec §11): `text` by default, `json` for programs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
@@ -85,6 +87,22 @@ pub(crate) struct CardOpts {
     pub debug: bool,
 }
 
+impl CardOpts {
+    /// The agent named once, as the command's `AGENT` argument (`given`) or `-a`;
+    /// `usage` completes "name the agent: " when it is named neither way.
+    pub(crate) fn reference(
+        &self,
+        given: Option<&String>,
+        usage: &str,
+    ) -> Result<String, CliError> {
+        match (&self.agent_card, given) {
+            (Some(reference), None) | (None, Some(reference)) => Ok(reference.clone()),
+            (Some(_), Some(_)) => Err(CliError::usage("name the agent once: AGENT or -a")),
+            (None, None) => Err(CliError::usage(format!("name the agent: {usage}"))),
+        }
+    }
+}
+
 /// Which agent to talk to and how.
 #[derive(Clone, Debug, Default, Args)]
 pub(crate) struct AgentOpts {
@@ -151,6 +169,23 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_agent_is_named_once_by_argument_or_flag() {
+        let given = "http://a".to_owned();
+        let by_flag = CardOpts {
+            agent_card: Some("http://b".into()),
+            ..CardOpts::default()
+        };
+        let neither = CardOpts::default();
+        assert_eq!(neither.reference(Some(&given), "x").unwrap(), "http://a");
+        assert_eq!(by_flag.reference(None, "x").unwrap(), "http://b");
+        let both = by_flag.reference(Some(&given), "x").unwrap_err();
+        assert_eq!(both.message, "name the agent once: AGENT or -a");
+        let none = neither.reference(None, "`card get AGENT`").unwrap_err();
+        assert_eq!(none.message, "name the agent: `card get AGENT`");
+        assert_eq!(none.exit, crate::client_cli::exit::USAGE);
+    }
 
     #[test]
     fn durations_read_with_their_units() {

@@ -251,15 +251,10 @@ async fn subscribe(args: SubscribeArgs) -> Result<u8, CliError> {
 
 async fn list(args: ListArgs) -> Result<u8, CliError> {
     let out = Out::plain(&args.output, false);
-    let reference = match (&args.agent.card.agent_card, &args.agent_ref) {
-        (Some(reference), None) | (None, Some(reference)) => reference.clone(),
-        (Some(_), Some(_)) => return Err(CliError::usage("name the agent once: AGENT or -a")),
-        (None, None) => {
-            return Err(CliError::usage(
-                "name the agent: `list AGENT` or `list -a AGENT`",
-            ));
-        }
-    };
+    let reference = args
+        .agent
+        .card
+        .reference(args.agent_ref.as_ref(), "`list AGENT` or `list -a AGENT`")?;
     let agent = agent::open(&reference, &args.agent).await?;
     let mut request = ListTasksRequest {
         tenant: agent.chosen.tenant.clone(),
