@@ -10,8 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage is headed with the time since the start, so a slow CI run shows where it went.
+stage() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+
 ensure_redis() {
-  echo "== redis-server (the Redis backend's tests start their own servers from it)"
+  stage "redis-server (the Redis backend's tests start their own servers from it)"
   if ! command -v redis-server >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -22,7 +25,7 @@ ensure_redis() {
 }
 
 ensure_tmux() {
-  echo "== tmux (the CLI's progress display is checked in a real terminal: cli_terminal.rs)"
+  stage "tmux (the CLI's progress display is checked in a real terminal: cli_terminal.rs)"
   if ! command -v tmux >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -46,16 +49,16 @@ if [ "${1:-}" = "--quick" ]; then
   exit 0
 fi
 
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all --check
-echo "== cargo clippy"
+stage "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo doc (no broken link: in the public docs, none to a private item either)"
+stage "cargo doc (no broken link: in the public docs, none to a private item either)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked --quiet
 ensure_redis
 ensure_tmux
-echo "== cargo test"
+stage "cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
@@ -64,17 +67,17 @@ cargo build --locked -p switchboard
 # The ceremonies' tests that wait minutes for cron (ignored by a plain `cargo test`) run
 # in the background, from their binaries (no cargo lock held), while the interop stages
 # run; their result is collected before the closing tally.
-echo "== ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
+stage "ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
 slow_tests=$(cargo test -p switchboard --locked --test cluster_ceremonies --test ceremonies_restart --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["test"]]')
 [ -n "$slow_tests" ] || { echo "the ceremonies' slow test binaries were not found" >&2; exit 1; }
 (cd crates/switchboard && for exe in $slow_tests; do "$exe" --ignored || exit 1; done) > target/ceremonies-slow.log 2>&1 &
 slow=$!
 
-echo "== deployment files"
+stage "deployment files"
 bash scripts/validate-deploy.sh
 
-echo "== interop (official a2a-sdk and @a2a-js/sdk clients)"
+stage "interop (official a2a-sdk and @a2a-js/sdk clients)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data_dir=$(mktemp -d)
 ./target/debug/switchboard serve --listen "127.0.0.1:$port" --data-dir "$data_dir" --webhook-allow 127.0.0.1/32 > target/interop-server.log 2>&1 &
@@ -82,16 +85,16 @@ server=$!
 trap 'kill $slow $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 SWITCHBOARD_URL="http://127.0.0.1:$port" bash tests/interop/run.sh 2>&1 | tee target/interop.log
 
-echo "== MCP (official MCP Python SDK over stdio and streamable HTTP, against its own all-in-one)"
+stage "MCP (official MCP Python SDK over stdio and streamable HTTP, against its own all-in-one)"
 SWITCHBOARD_BIN=target/debug/switchboard bash tests/mcp/run.sh 2>&1 | tee target/mcp.log
 
-echo "== the README's tour, as written, against the same server"
+stage "the README's tour, as written, against the same server"
 # shellcheck source=lib/pyvenv.sh
 . scripts/lib/pyvenv.sh
 ensure_venv "${XDG_CACHE_HOME:-$HOME/.cache}/switchboard-interop/venv" tests/interop/python/requirements.txt
 SWITCHBOARD_URL="http://127.0.0.1:$port" "$PYVENV_PYTHON" tests/readme/tour.py 2>&1 | tee target/readme-tour.log
 
-echo "== interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
+stage "interop against the split deployment (redis + 2 gateways, 2 task-state, 2 fan-outs, dispatcher, registry, worker)"
 cluster_dir=$(mktemp -d)
 trap 'kill $slow $server 2>/dev/null || true; rm -rf "$data_dir"; CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down >/dev/null 2>&1 || true; rm -rf "$cluster_dir"' EXIT
 # A short MCP wait, so the MCP suite's long-work cases (MCP tasks) run through /mcp too.
@@ -100,21 +103,21 @@ CLUSTER_DIR="$cluster_dir" SWITCHBOARD_BIN=target/debug/switchboard SWITCHBOARD_
   SWITCHBOARD_CONFIG="$cluster_dir/switchboard.toml" bash scripts/local-cluster.sh up
 gateway_port=$(awk '$1=="gateway"{print $3; exit}' "$cluster_dir/processes")
 SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" bash tests/interop/run.sh 2>&1 | tee -a target/interop.log
-echo "== MCP through a gateway of the split deployment (official MCP Python SDK over /mcp and stdio)"
+stage "MCP through a gateway of the split deployment (official MCP Python SDK over /mcp and stdio)"
 SWITCHBOARD_URL="http://127.0.0.1:$gateway_port" SWITCHBOARD_BIN=target/debug/switchboard MCP_WAIT_SECS=3 \
   bash tests/mcp/run.sh 2>&1 | tee target/mcp-split.log
 CLUSTER_DIR="$cluster_dir" bash scripts/local-cluster.sh down
 
-echo "== the Python worker package (sdk/python: pip install, its pytest suite) and examples/python-worker (the consolidate story) against the split deployment"
+stage "the Python worker package (sdk/python: pip install, its pytest suite) and examples/python-worker (the consolidate story) against the split deployment"
 SWITCHBOARD_BIN=target/debug/switchboard bash tests/python-worker.sh 2>&1 | tee target/python-worker.log
 
-echo "== benchmark harness, smoke mode (a few seconds per scenario: proves it runs, measures nothing)"
+stage "benchmark harness, smoke mode (a few seconds per scenario: proves it runs, measures nothing)"
 bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
 
-echo "== sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
+stage "sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
 cargo test -p sb-client --test sdk_peers --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
-echo "== bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
+stage "bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
 cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
 # The whole interop suite again, with echo and consolidate bridged to upstreams written on
@@ -123,23 +126,23 @@ cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a targ
 # split deployment (gateways open upstream tasks, a worker follows them).
 for upstream in python js; do
   for deployment in all-in-one split; do
-    echo "== interop through bridged agents: $upstream upstreams, $deployment"
+    stage "interop through bridged agents: $upstream upstreams, $deployment"
     DEPLOYMENT=$deployment SWITCHBOARD_BIN=target/debug/switchboard \
       bash tests/interop/bridged.sh "$upstream" 2>&1 | tee -a target/interop.log
   done
 done
 
-echo "== sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
+stage "sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
 cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
-echo "== the switchboard CLI against the official Python SDK server directly (the same upstream)"
+stage "the switchboard CLI against the official Python SDK server directly (the same upstream)"
 cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
-echo "== the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
+stage "the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
 bash tests/oauth/install.sh
 cargo test -p switchboard --test cli_oauth --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
 
-echo "== ceremonies over minutes of cron (the background run started after cargo test)"
+stage "ceremonies over minutes of cron (the background run started after cargo test)"
 if ! wait "$slow"; then
   cat target/ceremonies-slow.log
   echo "the ceremonies' slow tests failed" >&2

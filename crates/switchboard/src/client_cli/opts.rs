@@ -104,7 +104,7 @@ impl CardOpts {
 }
 
 /// Which agent to talk to and how.
-#[derive(Clone, Debug, Default, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct AgentOpts {
     #[command(flatten)]
     pub card: CardOpts,
