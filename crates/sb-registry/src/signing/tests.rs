@@ -4,11 +4,18 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, DecodingKey};
+use pkcs8::{EncodePrivateKey as _, LineEnding};
 use sb_protocol::card::{
-    AgentCapabilities, AgentExtension, AgentInterface, AgentProvider, AgentSkill, SecurityScheme,
+    AgentCapabilities, AgentCard, AgentCardSignature, AgentExtension, AgentInterface,
+    AgentProvider, AgentSkill, SecurityScheme,
 };
+use serde_json::{Map, Value, json};
 
-use super::*;
+use super::payload::{jcs, parse_card};
+use super::{CardSigner, CardVerifier, SigningAlgorithm, SigningError, canonical_payload, jwks};
 
 fn interface(url: &str, binding: &str, version: &str, tenant: Option<&str>) -> AgentInterface {
     AgentInterface {
