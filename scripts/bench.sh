@@ -24,8 +24,9 @@ command -v redis-benchmark >/dev/null || { echo "redis-benchmark missing (it com
 bash bench/peers/setup.sh
 
 if [ "$smoke" = 1 ]; then
-  # The debug build the test suite already made is enough to prove the harness works.
-  cargo build --quiet -p switchboard -p sb-bench
+  # The debug build the test suite already made is enough to prove the harness works; the
+  # same selection as its build, so that no crate is rebuilt with other features.
+  cargo build --quiet --workspace --all-targets
   bin=target/debug
   report=target/bench/smoke.md
 else

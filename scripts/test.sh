@@ -38,14 +38,14 @@ ensure_tmux() {
 if [ "${1:-}" = "--quick" ]; then
   ensure_redis
   ensure_tmux
-  # Every test target of the binary's crate but the clusters' (processes, Redis, kill -9).
+  # Every test target of the workspace but the clusters' (processes, Redis, kill -9), in
+  # one cargo command: two would resolve dependency features twice and build twice.
   targets=()
-  for t in crates/switchboard/tests/*.rs; do
+  for t in crates/*/tests/*.rs; do
     name=$(basename "$t" .rs)
     case $name in cluster*) ;; *) targets+=(--test "$name") ;; esac
   done
-  cargo test --workspace --exclude switchboard --locked
-  cargo test -p switchboard --locked --lib --bins "${targets[@]}"
+  cargo test --workspace --locked --lib --bins "${targets[@]}"
   exit 0
 fi
 
@@ -62,16 +62,35 @@ stage "cargo test"
 cargo test --workspace --locked 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
-cargo build --locked -p switchboard
+# Every later stage runs what this build made. A narrower cargo command (`-p X`, `--test Y`)
+# resolves dependency features again for what it selects and rebuilds dozens of crates for
+# nothing, so the ignored tests run from their executables (as cargo runs them: from their
+# package's directory), and `--all-targets` adds the one binary the tests did not need
+# (sb-bench's, which the bench smoke uses with the same command).
+cargo build --workspace --all-targets --locked
+cargo test --workspace --locked --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+for m in map(json.loads, sys.stdin):
+    if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["test"]:
+        # "path+file:///…/crates/sb-client#0.1.0", or "…/bench#sb-bench@0.1.0" where the
+        # directory is not named after the package.
+        where, _, fragment = m["package_id"].partition("#")
+        package = fragment.split("@")[0] if "@" in fragment else where.rstrip("/").rsplit("/", 1)[-1]
+        print(package + "/" + m["target"]["name"], os.path.dirname(m["manifest_path"]), m["executable"], sep="\t")
+' > target/test-executables
+# The ignored tests of PACKAGE/TEST, e.g. `run_ignored switchboard/bridge`.
+run_ignored() {
+  local dir exe
+  IFS=$'\t' read -r dir exe < <(awk -F'\t' -v t="$1" '$1 == t {print $2 "\t" $3}' target/test-executables) || true
+  [ -n "${exe:-}" ] || { echo "no test executable for $1 in target/test-executables" >&2; return 1; }
+  (cd "$dir" && "$exe" --ignored)
+}
 
 # The ceremonies' tests that wait minutes for cron (ignored by a plain `cargo test`) run
-# in the background, from their binaries (no cargo lock held), while the interop stages
-# run; their result is collected before the closing tally.
+# in the background (no cargo lock held) while the interop stages run; their result is
+# collected before the closing tally.
 stage "ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
-slow_tests=$(cargo test -p switchboard --locked --test cluster_ceremonies --test ceremonies_restart --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["test"]]')
-[ -n "$slow_tests" ] || { echo "the ceremonies' slow test binaries were not found" >&2; exit 1; }
-(cd crates/switchboard && for exe in $slow_tests; do "$exe" --ignored || exit 1; done) > target/ceremonies-slow.log 2>&1 &
+{ run_ignored switchboard/cluster_ceremonies && run_ignored switchboard/ceremonies_restart; } > target/ceremonies-slow.log 2>&1 &
 slow=$!
 
 stage "deployment files"
@@ -115,10 +134,10 @@ stage "benchmark harness, smoke mode (a few seconds per scenario: proves it runs
 bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
 
 stage "sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
-cargo test -p sb-client --test sdk_peers --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+run_ignored sb-client/sdk_peers 2>&1 | tee -a target/cargo-test.log
 
 stage "bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
-cargo test -p switchboard --test bridge --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+run_ignored switchboard/bridge 2>&1 | tee -a target/cargo-test.log
 
 # The whole interop suite again, with echo and consolidate bridged to upstreams written on
 # the official SDK servers, a2a-sdk (A2A 1.0) and @a2a-js/sdk (A2A 0.3 only), each behind
@@ -133,14 +152,14 @@ for upstream in python js; do
 done
 
 stage "sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
-cargo test -p sb-client --test sdk_upstreams --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+run_ignored sb-client/sdk_upstreams 2>&1 | tee -a target/cargo-test.log
 
 stage "the switchboard CLI against the official Python SDK server directly (the same upstream)"
-cargo test -p switchboard --test cli_sdk_server --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+run_ignored switchboard/cli_sdk_server 2>&1 | tee -a target/cargo-test.log
 
 stage "the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
 bash tests/oauth/install.sh
-cargo test -p switchboard --test cli_oauth --locked -- --ignored 2>&1 | tee -a target/cargo-test.log
+run_ignored switchboard/cli_oauth 2>&1 | tee -a target/cargo-test.log
 
 stage "ceremonies over minutes of cron (the background run started after cargo test)"
 if ! wait "$slow"; then
