@@ -65,20 +65,15 @@ grep -q "test result: ok" target/cargo-test.log
 # Every later stage runs what this build made. A narrower cargo command (`-p X`, `--test Y`)
 # resolves dependency features again for what it selects and rebuilds dozens of crates for
 # nothing, so the ignored tests run from their executables (as cargo runs them: from their
-# package's directory), and `--all-targets` adds the one binary the tests did not need
-# (sb-bench's, which the bench smoke uses with the same command).
-cargo build --workspace --all-targets --locked
-cargo test --workspace --locked --no-run --message-format=json 2>/dev/null | python3 -c '
+# package's directory), listed by this build, which also adds the one binary the tests did
+# not need (sb-bench's, which the bench smoke builds with the same selection).
+cargo build --workspace --all-targets --locked --message-format=json-render-diagnostics | python3 -c '
 import json, os, sys
 for m in map(json.loads, sys.stdin):
     if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["test"]:
-        # "path+file:///…/crates/sb-client#0.1.0", or "…/bench#sb-bench@0.1.0" where the
-        # directory is not named after the package.
-        where, _, fragment = m["package_id"].partition("#")
-        package = fragment.split("@")[0] if "@" in fragment else where.rstrip("/").rsplit("/", 1)[-1]
-        print(package + "/" + m["target"]["name"], os.path.dirname(m["manifest_path"]), m["executable"], sep="\t")
+        print(os.path.relpath(m["target"]["src_path"]), os.path.dirname(m["manifest_path"]), m["executable"], sep="\t")
 ' > target/test-executables
-# The ignored tests of PACKAGE/TEST, e.g. `run_ignored switchboard/bridge`.
+# The ignored tests of one test file, e.g. `run_ignored crates/switchboard/tests/bridge.rs`.
 run_ignored() {
   local dir exe
   IFS=$'\t' read -r dir exe < <(awk -F'\t' -v t="$1" '$1 == t {print $2 "\t" $3}' target/test-executables) || true
@@ -90,7 +85,7 @@ run_ignored() {
 # in the background (no cargo lock held) while the interop stages run; their result is
 # collected before the closing tally.
 stage "ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
-{ run_ignored switchboard/cluster_ceremonies && run_ignored switchboard/ceremonies_restart; } > target/ceremonies-slow.log 2>&1 &
+{ run_ignored crates/switchboard/tests/cluster_ceremonies.rs && run_ignored crates/switchboard/tests/ceremonies_restart.rs; } > target/ceremonies-slow.log 2>&1 &
 slow=$!
 
 stage "deployment files"
@@ -134,10 +129,10 @@ stage "benchmark harness, smoke mode (a few seconds per scenario: proves it runs
 bash scripts/bench.sh --smoke 2>&1 | tee target/bench-smoke.log
 
 stage "sb-client against the official SDK servers (the benchmark's peers, set up by the smoke run)"
-run_ignored sb-client/sdk_peers 2>&1 | tee -a target/cargo-test.log
+run_ignored crates/sb-client/tests/sdk_peers.rs 2>&1 | tee -a target/cargo-test.log
 
 stage "bridged agents: the official SDK servers (the same peers) fronted by Switchboard"
-run_ignored switchboard/bridge 2>&1 | tee -a target/cargo-test.log
+run_ignored crates/switchboard/tests/bridge.rs 2>&1 | tee -a target/cargo-test.log
 
 # The whole interop suite again, with echo and consolidate bridged to upstreams written on
 # the official SDK servers, a2a-sdk (A2A 1.0) and @a2a-js/sdk (A2A 0.3 only), each behind
@@ -152,14 +147,14 @@ for upstream in python js; do
 done
 
 stage "sb-client against the same upstreams, in each mode they serve (installed by bridged.sh)"
-run_ignored sb-client/sdk_upstreams 2>&1 | tee -a target/cargo-test.log
+run_ignored crates/sb-client/tests/sdk_upstreams.rs 2>&1 | tee -a target/cargo-test.log
 
 stage "the switchboard CLI against the official Python SDK server directly (the same upstream)"
-run_ignored switchboard/cli_sdk_server 2>&1 | tee -a target/cargo-test.log
+run_ignored crates/switchboard/tests/cli_sdk_server.rs 2>&1 | tee -a target/cargo-test.log
 
 stage "the CLI's auth login against a real authorization server (oidc-provider, tests/oauth)"
 bash tests/oauth/install.sh
-run_ignored switchboard/cli_oauth 2>&1 | tee -a target/cargo-test.log
+run_ignored crates/switchboard/tests/cli_oauth.rs 2>&1 | tee -a target/cargo-test.log
 
 stage "ceremonies over minutes of cron (the background run started after cargo test)"
 if ! wait "$slow"; then

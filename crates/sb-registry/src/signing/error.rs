@@ -1,4 +1,4 @@
-//! Why a key could not be used, a card could not be signed, or a signature did not verify.
+//! The one error type of signing and verification, with messages a person can act on.
 
 use super::SigningAlgorithm;
 
