@@ -81,11 +81,17 @@ run_ignored() {
   (cd "$dir" && "$exe" --ignored)
 }
 
-# The ceremonies' tests that wait minutes for cron (ignored by a plain `cargo test`) run
-# in the background (no cargo lock held) while the interop stages run; their result is
-# collected before the closing tally.
-stage "ceremonies over minutes of cron (cluster_ceremonies, ceremonies_restart): started in the background"
-{ run_ignored crates/switchboard/tests/cluster_ceremonies.rs && run_ignored crates/switchboard/tests/ceremonies_restart.rs; } > target/ceremonies-slow.log 2>&1 &
+# The tests that spend minutes waiting (for cron, for processes killed and restarted;
+# ignored by a plain `cargo test`) run in the background (no cargo lock held) while the
+# interop stages run, one after another so that no two split deployments of theirs run at
+# once; their result is collected before the closing tally.
+stage "tests that wait minutes (the cluster's kill -9 drills, ceremonies over cron): started in the background"
+{
+  run_ignored crates/switchboard/tests/cluster.rs &&
+    run_ignored crates/switchboard/tests/ceremonies.rs &&
+    run_ignored crates/switchboard/tests/cluster_ceremonies.rs &&
+    run_ignored crates/switchboard/tests/ceremonies_restart.rs
+} > target/slow-tests.log 2>&1 &
 slow=$!
 
 stage "deployment files"
@@ -156,13 +162,13 @@ stage "the CLI's auth login against a real authorization server (oidc-provider, 
 bash tests/oauth/install.sh
 run_ignored crates/switchboard/tests/cli_oauth.rs 2>&1 | tee -a target/cargo-test.log
 
-stage "ceremonies over minutes of cron (the background run started after cargo test)"
+stage "tests that wait minutes (the background run started after cargo test)"
 if ! wait "$slow"; then
-  cat target/ceremonies-slow.log
-  echo "the ceremonies' slow tests failed" >&2
+  cat target/slow-tests.log
+  echo "the tests that wait minutes failed" >&2
   exit 1
 fi
-tee -a target/cargo-test.log < target/ceremonies-slow.log
+tee -a target/cargo-test.log < target/slow-tests.log
 
 # One closing line over every runner: cargo's "N passed; M failed", pytest's
 # "N passed" (interop and MCP), node's "ℹ pass N" / "ℹ fail N", the Python worker's and
