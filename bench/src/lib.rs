@@ -7,11 +7,13 @@
 //! - [`servers`]: starting each server pinned to its core, knowing its processes;
 //! - [`suite`]: the whole run, B7 scaling included; [`bridged`]: B8, the bridge's cost;
 //!   [`report`]: `docs/performance.md`;
-//! - [`ceiling`]: the fixed-answer axum server; [`procstat`]: CPU and memory from `/proc`.
+//! - [`ceiling`]: the fixed-answer axum server; [`procstat`]: CPU and memory from `/proc`;
+//!   [`host_speed`]: how fast the host ran on the day.
 
 pub mod a2a;
 pub mod bridged;
 pub mod ceiling;
+pub mod host_speed;
 pub mod http;
 pub mod procstat;
 pub mod report;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use sb_bench::host_speed::{self, HostSpeed};
 use sb_bench::http::Target;
 use sb_bench::report::{self, Context};
 use sb_bench::scenarios::{self, Load, Unary};
@@ -97,8 +98,13 @@ struct ReportArgs {
 }
 
 impl ReportArgs {
-    fn write(&self, results: &[Outcome]) -> anyhow::Result<()> {
-        let context = Context::gather(&self.repo, &self.command_line, &self.switchboard_bin);
+    fn write(&self, results: &[Outcome], host_speed: HostSpeed) -> anyhow::Result<()> {
+        let context = Context::gather(
+            &self.repo,
+            &self.command_line,
+            &self.switchboard_bin,
+            host_speed,
+        );
         std::fs::write(&self.report, report::render(results, &context))?;
         eprintln!("report written to {}", self.report.display());
         Ok(())
@@ -112,7 +118,8 @@ async fn main() -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&from)?;
             let results: Vec<Outcome> = text.lines().filter_map(Outcome::parse_line).collect();
             anyhow::ensure!(!results.is_empty(), "no figures in {}", from.display());
-            output.write(&results)
+            // The log does not carry the host's speed.
+            output.write(&results, HostSpeed::default())
         }
         Cmd::Ceiling { port } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
@@ -189,6 +196,13 @@ async fn main() -> anyhow::Result<()> {
                 repo: output.repo.clone(),
             };
             let plan = if smoke { Plan::smoke() } else { Plan::full() };
+            let mut host_speed = HostSpeed {
+                before: host_speed::probe(setup.server_cpus.as_deref()),
+                after: None,
+            };
+            if let Some(seconds) = host_speed.before {
+                eprintln!("== host speed: the probe loop took {seconds:.3} s on the servers' core");
+            }
             let mut results: Vec<Outcome> = Vec::new();
             // Every server but the scaling runs' split deployment.
             let topology = Topology {
@@ -255,7 +269,8 @@ async fn main() -> anyhow::Result<()> {
                 setup.work_dir.join("results.json"),
                 serde_json::to_vec_pretty(&results)?,
             )?;
-            output.write(&results)?;
+            host_speed.after = host_speed::probe(setup.server_cpus.as_deref());
+            output.write(&results, host_speed)?;
             let failed = results.iter().filter(|o| o.failed()).count();
             anyhow::ensure!(
                 !smoke || failed == 0,

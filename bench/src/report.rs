@@ -84,6 +84,7 @@ pub fn render(results: &[Outcome], context: &Context) -> String {
         context.command, context.date
     );
     let _ = writeln!(md, "Machine: {}.\n", context.machine);
+    let _ = writeln!(md, "Host speed: {}.\n", context.host_speed.sentence());
     for (what, version) in &context.versions {
         let _ = writeln!(md, "- {what}: {version}");
     }

@@ -4,12 +4,15 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::host_speed::HostSpeed;
+
 /// Facts about the run that are not figures.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub command: String,
     pub date: String,
     pub machine: String,
+    pub host_speed: HostSpeed,
     pub versions: Vec<(String, String)>,
     /// Hand-written notes on where the time goes (`bench/profile.md`).
     pub profile: String,
@@ -56,7 +59,12 @@ fn pinned(repo: &Path, file: &str, package: &str) -> String {
 }
 
 impl Context {
-    pub fn gather(repo: &Path, command: &str, switchboard_bin: &Path) -> Context {
+    pub fn gather(
+        repo: &Path,
+        command: &str,
+        switchboard_bin: &Path,
+        host_speed: HostSpeed,
+    ) -> Context {
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let memory = meminfo
             .lines()
@@ -89,6 +97,7 @@ impl Context {
                 "{cores} cores ({model}), {memory}, {}",
                 first_line("uname", &["-sr"])
             ),
+            host_speed,
             versions: vec![
                 (
                     "switchboard".into(),
