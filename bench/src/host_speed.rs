@@ -2,7 +2,9 @@
 //! core before and after it. Every figure in time moves with the host, the peers' as much
 //! as ours (`bench/profile.md`), so the report says how fast the host ran beside them.
 
-use std::process::Command;
+use std::path::Path;
+
+use crate::servers::pinned;
 
 /// 3 M additions: the probe `bench/profile.md` has compared days with all along.
 const LOOP: &str = "import time\nt = time.perf_counter()\ns = 0\nfor i in range(3_000_000):\n    s += i\nprint(time.perf_counter() - t)";
@@ -37,13 +39,10 @@ pub fn probe(cpus: Option<&str>) -> Option<f64> {
 }
 
 fn once(cpus: Option<&str>) -> Option<f64> {
-    let output = match cpus {
-        Some(cpus) => Command::new("taskset")
-            .args(["-c", cpus, "python3", "-c", LOOP])
-            .output(),
-        None => Command::new("python3").args(["-c", LOOP]).output(),
-    }
-    .ok()?;
+    let output = pinned(cpus, Path::new("python3"))
+        .args(["-c", LOOP])
+        .output()
+        .ok()?;
     if !output.status.success() {
         return None;
     }

@@ -50,16 +50,21 @@ fn free_port() -> anyhow::Result<u16> {
         .port())
 }
 
+/// `program`, to run pinned to `cpus` (`taskset -c`) where there are any.
+pub fn pinned(cpus: Option<&str>, program: &Path) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.arg("-c").arg(cpus).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
 impl Setup {
     fn pinned(&self, program: &Path) -> Command {
-        match &self.server_cpus {
-            Some(cpus) => {
-                let mut command = Command::new("taskset");
-                command.arg("-c").arg(cpus).arg(program);
-                command
-            }
-            None => Command::new(program),
-        }
+        pinned(self.server_cpus.as_deref(), program)
     }
 
     fn log(&self, name: &str) -> anyhow::Result<Stdio> {
