@@ -4,7 +4,7 @@
 #
 #   SWITCHBOARD_URL=http://127.0.0.1:8080 tests/interop/run.sh [python] [js]
 #
-# With no argument both suites run. Needs only python3 (with pip), node >= 20.11
+# With no argument both suites run, side by side. Needs only python3 (with pip), node >= 20.11
 # and npm. The Python packages go to a venv in the cache dir, reinstalled only
 # when requirements.txt changes; JS packages come from package-lock.json (npm ci).
 # The server must already be running. Exits non-zero if any suite fails.
@@ -24,7 +24,6 @@ for s in "${suites[@]}"; do
 done
 
 log() { printf '\n== %s\n' "$*"; }
-want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 mkdir -p "$cache"
 
@@ -61,25 +60,46 @@ EOF
 status=0
 wait_for_server || exit 1
 
-if want python; then
-  if setup_python; then
-    log "Python suite (a2a-sdk) against $SWITCHBOARD_URL"
-    (cd "$here/python" && "$py" -m pytest -p no:cacheprovider) || status=1
-  else
-    echo "Python setup failed" >&2; status=1
-  fi
-fi
+# The suites spend most of their time waiting on the agents' own pacing (slow turns,
+# streams held open), so they run side by side and pytest spreads its tests over
+# PYTEST_WORKERS processes (pytest-xdist); each suite's output is kept apart and printed
+# whole, Python's first, so the log reads as if they had run one after the other.
+pytest_workers="${PYTEST_WORKERS:-3}"
+out="$(mktemp -d)"
+# A suite still running when this script is stopped is stopped with it.
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$out"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-if want js && ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=11)?0:1)'; then
-  echo "node >= 20.11 is required (have $(node --version 2>/dev/null || echo none))" >&2; status=1
-elif want js; then
-  log "JS suite (@a2a-js/sdk) against $SWITCHBOARD_URL"
-  if (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error); then
-    (cd "$here/js" && node --test --test-reporter=spec --test-concurrency=2 ./*.test.mjs) || status=1
-  else
-    echo "npm ci failed" >&2; status=1
+run_python() {
+  if ! setup_python; then
+    echo "Python setup failed" >&2; return 1
   fi
-fi
+  log "Python suite (a2a-sdk) against $SWITCHBOARD_URL"
+  # exec: the job's pid is the runner's own, for the trap below to stop.
+  cd "$here/python" && exec "$py" -m pytest -p no:cacheprovider -n "$pytest_workers"
+}
+
+run_js() {
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=11)?0:1)'; then
+    echo "node >= 20.11 is required (have $(node --version 2>/dev/null || echo none))" >&2; return 1
+  fi
+  log "JS suite (@a2a-js/sdk) against $SWITCHBOARD_URL"
+  if ! (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "npm ci failed" >&2; return 1
+  fi
+  cd "$here/js" && exec node --test --test-reporter=spec --test-concurrency=2 ./*.test.mjs
+}
+
+running=()
+for s in "${suites[@]}"; do
+  "run_$s" > "$out/$s.log" 2>&1 &
+  running+=("$s:$!")
+done
+for entry in "${running[@]}"; do
+  wait "${entry#*:}" || status=1
+  cat "$out/${entry%%:*}.log"
+done
 
 if [ "$status" -eq 0 ]; then log "interop: all suites passed"; else log "interop: FAILURES"; fi
 exit "$status"

@@ -78,4 +78,6 @@ for _ in range(100):
 sys.exit(1)
 PY
 fi
-cd "$here" && "$PYVENV_PYTHON" -m pytest -q "$@"
+# The tests spend most of their time waiting on the agents' pacing, so pytest-xdist spreads
+# them over PYTEST_WORKERS processes (arguments given here come after, so `-n 0` undoes it).
+cd "$here" && "$PYVENV_PYTHON" -m pytest -q -n "${PYTEST_WORKERS:-3}" "$@"

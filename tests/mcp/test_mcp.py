@@ -39,6 +39,27 @@ class Notices:
             self.changed.set()
 
 
+async def tools_once_listed(s, notices: Notices, name: str, secs: float) -> dict:
+    """The tools as listed after a change notice that brought `name`. Other tests may
+    register agents meanwhile, each announced by a notice of its own, so one notice is not
+    necessarily this one; a listing without `name` waits for the next."""
+    listed: list[str] = []
+
+    async def next_listing_with_name():
+        while True:
+            await notices.changed.wait()
+            notices.changed.clear()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            if name in tools:
+                return tools
+            listed[:] = sorted(tools)
+
+    try:
+        return await asyncio.wait_for(next_listing_with_name(), secs)
+    except TimeoutError:
+        raise AssertionError(f'no change notice brought {name} within {secs}s; last listed: {listed}') from None
+
+
 @contextlib.asynccontextmanager
 async def session(transport: str, notices: Notices | None = None, token: str | None = None, elicit=None):
     handler = notices.handle if notices else None
@@ -152,9 +173,7 @@ async def test_registering_an_agent_adds_its_tool(transport):
             )
             assert put.status_code in (200, 201), put.text
             try:
-                await asyncio.wait_for(notices.changed.wait(), 15)
-                after = {t.name: t for t in (await s.list_tools()).tools}
-                assert f'A2A_{name}' in after, sorted(after)
+                after = await tools_once_listed(s, notices, f'A2A_{name}', 15)
                 assert 'A new echo for the MCP test' in after[f'A2A_{name}'].description
                 done = answer_of(await s.call_tool(f'A2A_{name}', {'text': 'new'}))
                 assert done['status']['state'] == 'completed'
