@@ -6,7 +6,9 @@
 use prost::Message;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not baked in when it is compiled: checkouts sharing a
+    // target directory share this script's binary, and each must read its own protos.
+    let proto = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let file = proto.join("lf/a2a/v1/a2a.proto");
     println!("cargo:rerun-if-changed={}", file.display());
     println!(
