@@ -76,7 +76,7 @@ run_python() {
     echo "Python setup failed" >&2; return 1
   fi
   log "Python suite (a2a-sdk) against $SWITCHBOARD_URL"
-  # exec: the job's pid is the runner's own, for the trap below to stop.
+  # exec: the job's pid is the runner's own, for the EXIT trap above to stop.
   cd "$here/python" && exec "$py" -m pytest -p no:cacheprovider -n "$pytest_workers"
 }
 
@@ -93,6 +93,8 @@ run_js() {
 
 running=()
 for s in "${suites[@]}"; do
+  # A suite named twice runs once, as it always did.
+  case " ${running[*]} " in *" $s:"*) continue ;; esac
   "run_$s" > "$out/$s.log" 2>&1 &
   running+=("$s:$!")
 done
