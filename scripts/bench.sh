@@ -18,8 +18,10 @@ for arg in "$@"; do
   args+=("$arg")
 done
 
-command -v redis-server >/dev/null || { echo "redis-server missing (apt-get install -y redis-server)" >&2; exit 1; }
-command -v redis-benchmark >/dev/null || { echo "redis-benchmark missing (it comes with redis-server; apt-get install -y redis-tools)" >&2; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/apt.sh
+. scripts/lib/apt.sh
+ensure_command redis-server redis-server || { echo "redis-server missing and could not be installed (apt-get install -y redis-server)" >&2; exit 1; }
+ensure_command redis-benchmark redis-tools || { echo "redis-benchmark missing and could not be installed (apt-get install -y redis-tools)" >&2; exit 1; }
 
 bash bench/peers/setup.sh
 

@@ -16,6 +16,8 @@
 # built on demand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/apt.sh
+. scripts/lib/apt.sh
 
 dir="${CLUSTER_DIR:-.local-cluster}"
 procs="$dir/processes"
@@ -133,7 +135,7 @@ up() {
     bin=target/debug/switchboard
   fi
   bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-  command -v redis-server >/dev/null || { echo "redis-server missing: apt-get install -y redis-server" >&2; exit 1; }
+  ensure_command redis-server redis-server || { echo "redis-server missing and could not be installed: apt-get install -y redis-server" >&2; exit 1; }
   rm -rf "$dir/logs"
   mkdir -p "$dir/logs" "$dir/redis"
   dir=$(cd "$dir" && pwd); procs="$dir/processes"

@@ -13,25 +13,19 @@ cd "$(dirname "$0")/.."
 # Each stage is headed with the time since the start, so a slow CI run shows where it went.
 stage() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
+# shellcheck source=SCRIPTDIR/lib/apt.sh
+. scripts/lib/apt.sh
+
 ensure_redis() {
   stage "redis-server (the Redis backend's tests start their own servers from it)"
-  if ! command -v redis-server >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq redis-server
-  fi
+  ensure_command redis-server redis-server || { echo "redis-server could not be installed" >&2; exit 1; }
   redis-server --version
 }
 
 ensure_tmux() {
   stage "tmux (the CLI's progress display is checked in a real terminal: cli_terminal.rs)"
-  if ! command -v tmux >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    # Best effort: without it the terminal test says it skipped.
-    { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; } || echo "tmux could not be installed"
-  fi
+  # Best effort: without it the terminal test says it skipped.
+  ensure_command tmux tmux || echo "tmux could not be installed"
   tmux -V || true
 }
 

@@ -8,10 +8,12 @@
 //! - [`suite`]: the whole run, B7 scaling included; [`bridged`]: B8, the bridge's cost;
 //!   [`report`]: `docs/performance.md`;
 //! - [`ceiling`]: the fixed-answer axum server; [`procstat`]: CPU and memory from `/proc`;
-//!   [`host_speed`]: how fast the host ran on the day.
+//!   [`host_speed`]: how fast the host ran on the day, with [`cache_walk`] for the shared
+//!   cache.
 
 pub mod a2a;
 pub mod bridged;
+pub mod cache_walk;
 pub mod ceiling;
 pub mod host_speed;
 pub mod http;

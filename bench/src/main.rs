@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use sb_bench::cache_walk::{self, Walk};
 use sb_bench::host_speed::{self, HostSpeed};
 use sb_bench::http::Target;
 use sb_bench::report::{self, Context};
@@ -59,6 +60,15 @@ enum Cmd {
         #[arg(long)]
         port: u16,
     },
+    /// The host-speed line's cache walk, on this process's core: prints the nanoseconds a
+    /// step of a random walk takes over a set the shared cache should hold, then over one
+    /// only memory can.
+    CacheWalk {
+        #[arg(long, default_value_t = cache_walk::CACHE_MIB, value_parser = walk_mib())]
+        cache_mib: usize,
+        #[arg(long, default_value_t = cache_walk::MEMORY_MIB, value_parser = walk_mib())]
+        memory_mib: usize,
+    },
     /// One scenario against a running server (for profiling).
     Load {
         #[arg(long)]
@@ -79,6 +89,11 @@ enum Cmd {
         #[arg(long)]
         rate: Option<f64>,
     },
+}
+
+/// A walk's set in MiB: up to 4 GiB, the most a table of `u32` slots can address.
+fn walk_mib() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=4096)
 }
 
 /// Where the report goes and what it says about the run.
@@ -120,6 +135,13 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(!results.is_empty(), "no figures in {}", from.display());
             // The log does not carry the host's speed.
             output.write(&results, HostSpeed::default())
+        }
+        Cmd::CacheWalk {
+            cache_mib,
+            memory_mib,
+        } => {
+            println!("{}", Walk::measure(cache_mib, memory_mib).line());
+            Ok(())
         }
         Cmd::Ceiling { port } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
@@ -196,12 +218,24 @@ async fn main() -> anyhow::Result<()> {
                 repo: output.repo.clone(),
             };
             let plan = if smoke { Plan::smoke() } else { Plan::full() };
-            let mut host_speed = HostSpeed {
-                before: host_speed::probe(setup.server_cpus.as_deref()),
-                after: None,
+            // A smoke run's figures say nothing about speed, and in a debug build the cache
+            // walk takes seconds: only a full run probes the host.
+            let probe_host = || {
+                if smoke {
+                    host_speed::Reading::default()
+                } else {
+                    host_speed::probe(setup.server_cpus.as_deref(), &setup.bench_bin)
+                }
             };
-            if let Some(seconds) = host_speed.before {
-                eprintln!("== host speed: the probe loop took {seconds:.3} s on the servers' core");
+            let mut host_speed = HostSpeed {
+                before: probe_host(),
+                ..HostSpeed::default()
+            };
+            if !smoke {
+                eprintln!(
+                    "== host speed on the servers' core: {}",
+                    host_speed.before.summary()
+                );
             }
             let mut results: Vec<Outcome> = Vec::new();
             // Every server but the scaling runs' split deployment.
@@ -269,7 +303,7 @@ async fn main() -> anyhow::Result<()> {
                 setup.work_dir.join("results.json"),
                 serde_json::to_vec_pretty(&results)?,
             )?;
-            host_speed.after = host_speed::probe(setup.server_cpus.as_deref());
+            host_speed.after = probe_host();
             output.write(&results, host_speed)?;
             let failed = results.iter().filter(|o| o.failed()).count();
             anyhow::ensure!(
