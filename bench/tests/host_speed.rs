@@ -26,6 +26,8 @@ fn the_cache_walk_prints_a_line_the_harness_reads() {
     }
 }
 
+/// The loop runs where the harness does (python3 is one of its peers' needs) and reads a
+/// plausible time, with or without the walk.
 #[test]
 fn a_probe_without_the_walk_still_times_the_loop() {
     let reading = probe(None, Path::new("/nonexistent/sb-bench"));
