@@ -76,8 +76,8 @@ pub fn media_type_essence(media_type: &str) -> String {
 }
 
 /// A piece of message or artifact content (1.0 `Part`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "PartWire", into = "PartWire")]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "PartWire")]
 pub struct Part {
     pub content: PartContent,
     pub metadata: Option<Metadata>,
@@ -113,26 +113,23 @@ impl Part {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+/// A part as it arrives: any of its contents may be present, [`Part`] checks one is.
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PartWire {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     raw: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     url: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
-    )]
+    #[serde(default, deserialize_with = "present")]
     data: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     metadata: Option<Metadata>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     filename: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "media_type")]
+    #[serde(default, alias = "media_type")]
     media_type: Option<String>,
 }
 
@@ -176,24 +173,45 @@ impl TryFrom<PartWire> for Part {
     }
 }
 
-impl From<Part> for PartWire {
-    fn from(part: Part) -> PartWire {
-        let mut wire = PartWire {
+/// A part as serialised: [`PartWire`]'s fields, borrowed. Every stored event and task
+/// serialises its parts, so this does not copy them first (serde's `into` would).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartWireRef<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a Metadata>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media_type: Option<&'a str>,
+}
+
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut wire = PartWireRef {
             text: None,
             raw: None,
             url: None,
             data: None,
-            metadata: part.metadata,
-            filename: part.filename,
-            media_type: part.media_type,
+            metadata: self.metadata.as_ref(),
+            filename: self.filename.as_deref(),
+            media_type: self.media_type.as_deref(),
         };
-        match part.content {
+        match &self.content {
             PartContent::Text(t) => wire.text = Some(t),
-            PartContent::Raw(bytes) => wire.raw = Some(encode_base64(&bytes)),
+            PartContent::Raw(bytes) => wire.raw = Some(encode_base64(bytes)),
             PartContent::Url(u) => wire.url = Some(u),
             PartContent::Data(d) => wire.data = Some(d),
         }
-        wire
+        wire.serialize(ser)
     }
 }
 
@@ -279,6 +297,32 @@ mod tests {
         assert!(none.is_err());
         let null_data: Part = serde_json::from_value(json!({"data": null})).unwrap();
         assert_eq!(null_data.content, PartContent::Data(Value::Null));
+    }
+
+    #[test]
+    fn every_part_serialises_as_it_arrived() {
+        let parts = [
+            json!({"text": "hi \"you\""}),
+            json!({"raw": "AAEC/w==", "filename": "a.bin", "mediaType": "application/octet-stream"}),
+            json!({"url": "https://example.com/x", "metadata": {"k": [1, 2]}}),
+            json!({"data": {"b": 1, "a": 2}}),
+            json!({"data": null}),
+        ];
+        for wire in parts {
+            let part: Part = serde_json::from_value(wire.clone()).unwrap();
+            let text = serde_json::to_string(&part).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(&text).unwrap(),
+                wire,
+                "{text}"
+            );
+            // And reads back as the same part.
+            assert_eq!(serde_json::from_str::<Part>(&text).unwrap(), part);
+        }
+        let snake: Part =
+            serde_json::from_value(json!({"text": "x", "media_type": "text/plain"})).unwrap();
+        let text = serde_json::to_string(&snake).unwrap();
+        assert_eq!(text, r#"{"text":"x","mediaType":"text/plain"}"#);
     }
 
     #[test]
