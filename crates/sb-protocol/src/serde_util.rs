@@ -70,13 +70,17 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
 
 pub(crate) mod opt_timestamp {
     use super::*;
+    use crate::rfc3339::{Fraction, Rfc3339};
 
     pub(crate) fn serialize<S: Serializer>(
         ts: &Option<DateTime<Utc>>,
         ser: S,
     ) -> Result<S::Ok, S::Error> {
         match ts {
-            Some(ts) => ser.serialize_str(&format_timestamp(ts)),
+            Some(ts) => match Rfc3339::of(ts, Fraction::Millis) {
+                Some(text) => ser.serialize_str(text.as_str()),
+                None => ser.serialize_str(&format_timestamp(ts)),
+            },
             None => ser.serialize_none(),
         }
     }

@@ -2,6 +2,7 @@
 //! stores' compare-and-set and indexes need of it, and a conditional write of it.
 
 use chrono::{DateTime, Utc};
+use sb_protocol::rfc3339::{Fraction, Rfc3339};
 use sb_protocol::{Task, TaskState};
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +88,14 @@ impl TaskRecord {
         out.extend_from_slice(b",\"owner\":");
         serde_json::to_writer(&mut out, &self.owner)?;
         out.extend_from_slice(b",\"created_at\":");
-        serde_json::to_writer(&mut out, &self.created_at)?;
+        match Rfc3339::of(&self.created_at, Fraction::AutoSi) {
+            Some(text) => {
+                out.push(b'"');
+                out.extend_from_slice(text.as_str().as_bytes());
+                out.push(b'"');
+            }
+            None => serde_json::to_writer(&mut out, &self.created_at)?,
+        }
         out.push(b'}');
         Ok(out)
     }
@@ -247,6 +255,28 @@ mod stored_json_tests {
         assert_eq!(read, serde_json::from_slice::<TaskRecord>(&stored).unwrap());
         assert_eq!(read.task_json(), Some(&json), "kept as it came");
         assert!(TaskRecord::from_stored_json(b"{\"task\":{}}").is_err());
+    }
+
+    #[test]
+    fn the_creation_time_is_stored_as_chrono_writes_it() {
+        use chrono::TimeZone;
+        let whole = chrono::Utc.with_ymd_and_hms(2026, 11, 29, 6, 7, 8).unwrap();
+        let far = chrono::Utc.with_ymd_and_hms(12026, 1, 1, 0, 0, 0).unwrap();
+        for created_at in [
+            whole,
+            whole + chrono::Duration::milliseconds(120),
+            whole + chrono::Duration::microseconds(120_400),
+            whole + chrono::Duration::nanoseconds(7),
+            far,
+        ] {
+            let record = TaskRecord {
+                created_at,
+                ..record()
+            };
+            let stored = record.to_stored_json().unwrap();
+            assert_eq!(stored, serde_json::to_vec(&record).unwrap());
+            assert_eq!(TaskRecord::from_stored_json(&stored).unwrap(), record);
+        }
     }
 }
 
