@@ -1,10 +1,11 @@
 //! Prometheus metrics served at `/metrics` by every process.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+use sb_protocol::TaskState;
 use sb_store::{EventBus, EventNotice, StoreResult, StoredEvent};
 use tokio::sync::{broadcast, oneshot};
 
@@ -29,23 +30,44 @@ pub(crate) fn count_task_events(
         "Committed task events by resulting state",
         counter.clone(),
     );
-    Arc::new(CountingBus { bus, counter })
+    Arc::new(CountingBus {
+        bus,
+        counter,
+        series: Default::default(),
+    })
 }
+
+/// An artifact update's slot in [`CountingBus::series`], after every state's.
+const ARTIFACT_SLOT: usize = TaskState::ALL.len();
 
 #[derive(Debug)]
 struct CountingBus {
     bus: Arc<dyn EventBus>,
     counter: Family<TaskEventLabels, Counter>,
+    /// The family's series by slot (a state's place in [`TaskState::ALL`], or
+    /// [`ARTIFACT_SLOT`]), each made on first use: the family's own lookup hashes its
+    /// labels with SipHash under a lock, for every event.
+    series: [OnceLock<Counter>; ARTIFACT_SLOT + 1],
+}
+
+impl CountingBus {
+    fn series(&self, state: Option<TaskState>) -> &Counter {
+        let slot = state
+            .and_then(|s| TaskState::ALL.iter().position(|known| *known == s))
+            .unwrap_or(ARTIFACT_SLOT);
+        self.series[slot].get_or_init(|| {
+            let state = state.map_or("ARTIFACT_UPDATE", TaskState::as_str);
+            self.counter
+                .get_or_create(&TaskEventLabels { state })
+                .clone()
+        })
+    }
 }
 
 #[async_trait::async_trait]
 impl EventBus for CountingBus {
     fn publish(&self, event: &StoredEvent) {
-        let state = event
-            .event
-            .state()
-            .map_or("ARTIFACT_UPDATE", |s| s.as_str());
-        self.counter.get_or_create(&TaskEventLabels { state }).inc();
+        self.series(event.event.state()).inc();
         self.bus.publish(event);
     }
 
@@ -96,4 +118,60 @@ pub(crate) fn metrics_router(registry: Arc<Registry>) -> axum::Router {
             }
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use sb_protocol::{Message, StreamResponse, TaskStatus, TaskStatusUpdateEvent};
+    use sb_store::{EventJson, LocalBus};
+
+    use super::*;
+
+    fn event(state: Option<TaskState>) -> StoredEvent {
+        let response = match state {
+            Some(state) => StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: "t".into(),
+                context_id: "c".into(),
+                status: TaskStatus {
+                    state,
+                    message: None,
+                    timestamp: None,
+                },
+                metadata: None,
+            }),
+            None => StreamResponse::Message(Message::agent_text("an artifact's stand-in")),
+        };
+        StoredEvent {
+            task_id: "t".into(),
+            seq: 1,
+            event: response.into(),
+            traceparent: None,
+            json: EventJson::default(),
+        }
+    }
+
+    #[test]
+    fn events_count_by_the_state_they_leave() {
+        let mut registry = Registry::default();
+        let bus = count_task_events(Arc::new(LocalBus::new()), &mut registry);
+        let states = [
+            Some(TaskState::Completed),
+            Some(TaskState::Working),
+            Some(TaskState::Completed),
+            None,
+        ];
+        for state in states {
+            bus.publish(&event(state));
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            r#"switchboard_task_events_total{state="TASK_STATE_COMPLETED"} 2"#,
+            r#"switchboard_task_events_total{state="TASK_STATE_WORKING"} 1"#,
+            r#"switchboard_task_events_total{state="ARTIFACT_UPDATE"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert_eq!(text.matches("switchboard_task_events_total{").count(), 3);
+    }
 }
