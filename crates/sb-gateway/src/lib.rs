@@ -36,6 +36,8 @@ pub mod wire;
 
 pub use state::{AppState, EdgeLimits, Health, Services};
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -47,7 +49,7 @@ use sb_protocol::{A2AError, ErrorKind, Version};
 use sb_tasks::Scope;
 use serde_json::json;
 
-async fn healthz(State(state): State<AppState>) -> Response {
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     state.health.response()
 }
 
@@ -95,16 +97,17 @@ pub fn activates(headers: &HeaderMap, uri: &str) -> bool {
     })
 }
 
-/// The public router.
+/// The public router. Its state is shared, not cloned: axum clones a router's state
+/// for every request, and an `AppState` is a dozen reference counts.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .fallback(serve_request)
-        .with_state(state)
+        .with_state(Arc::new(state))
 }
 
 fn serve_request(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     request: axum::extract::Request,
 ) -> impl Future<Output = Response> + Send {
     // Taken apart, not extracted piece by piece: extractors copy the header map.
@@ -136,7 +139,7 @@ fn serve_request(
 }
 
 async fn route_request(
-    state: AppState,
+    state: Arc<AppState>,
     binding: Binding,
     method: Method,
     uri: Uri,
