@@ -70,7 +70,15 @@ impl Wire {
     /// in 0.3, whose shape differs): no serialisation.
     pub fn task_result_text(self, task_json: &str) -> Option<String> {
         match self {
-            Wire::V1 => Some(format!(r#"{{"task":{task_json}}}"#)),
+            Wire::V1 => {
+                // Pieces put together, not `format!`: this is every blocking send's answer.
+                const HEAD: &str = r#"{"task":"#;
+                let mut text = String::with_capacity(HEAD.len() + task_json.len() + 1);
+                text.push_str(HEAD);
+                text.push_str(task_json);
+                text.push('}');
+                Some(text)
+            }
             Wire::V03(_) => None,
         }
     }

@@ -99,7 +99,6 @@ impl StoredEvent {
         out: &mut Vec<u8>,
         with_task_id: bool,
     ) -> serde_json::Result<()> {
-        use std::io::Write as _;
         if with_task_id {
             out.extend_from_slice(b"{\"task_id\":");
             serde_json::to_writer(&mut *out, &*self.task_id)?;
@@ -107,7 +106,9 @@ impl StoredEvent {
         } else {
             out.push(b'{');
         }
-        write!(out, "\"seq\":{},\"event\":", self.seq).map_err(serde_json::Error::io)?;
+        out.extend_from_slice(b"\"seq\":");
+        serde_json::to_writer(&mut *out, &self.seq)?;
+        out.extend_from_slice(b",\"event\":");
         match self.json.get() {
             Some(json) => out.extend_from_slice(json.as_bytes()),
             None => {

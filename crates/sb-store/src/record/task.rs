@@ -82,8 +82,9 @@ impl TaskRecord {
                 }
             }
         }
-        use std::io::Write as _;
-        write!(out, ",\"seq\":{},\"agent\":", self.seq).map_err(serde_json::Error::io)?;
+        out.extend_from_slice(b",\"seq\":");
+        serde_json::to_writer(&mut out, &self.seq)?;
+        out.extend_from_slice(b",\"agent\":");
         serde_json::to_writer(&mut out, &self.agent)?;
         out.extend_from_slice(b",\"owner\":");
         serde_json::to_writer(&mut out, &self.owner)?;
