@@ -1,14 +1,15 @@
-//! B8, the bridge's cost: B1 at c=32 against an upstream on its own, then through a
-//! Switchboard whose `bench` agent bridges it (`kind = "a2a"`), the upstream still
-//! running alone on the servers' core and the bridge beside the load generator. Two
-//! upstreams: the Python SDK peer (is Switchboard ever the bottleneck? the bridged
+//! B8, the bridge's cost: B1 at c=32 against an upstream on its own and through a
+//! Switchboard whose `bench` agent bridges it (`kind = "a2a"`), the upstream alone on
+//! the servers' core and the bridge beside the load generator. The two take turns,
+//! round after round, and each figure is the median of its turns: measured one after the
+//! other, the host's drift between the two runs moved the ratio more than the bridge did.
+//! Two upstreams: the Python SDK peer (is Switchboard ever the bottleneck? the bridged
 //! throughput against the upstream's own, and the latency it adds) and Switchboard's own
 //! all-in-one (the fastest upstream there is, so the bridge's CPU per task shows).
 
-use crate::scenarios::{self, Load, Unary};
-use crate::servers::{Server, Setup, Topology};
+use crate::servers::{Setup, Topology};
 use crate::stats::Outcome;
-use crate::suite::Plan;
+use crate::suite::{Plan, median_of, taking_turns};
 
 /// B1 against the upstream alone.
 pub const ALONE: &str = "B8 upstream alone B1 c=32";
@@ -33,17 +34,6 @@ pub async fn bridged(setup: &Setup, plan: &Plan, results: &mut Vec<Outcome>) {
     }
 }
 
-fn load(server: &Server, plan: &Plan) -> Load {
-    Load {
-        server: server.name.clone(),
-        targets: server.targets.clone(),
-        pids: server.pids.clone(),
-        concurrency: 32.min(plan.max_concurrency),
-        warmup: plan.warmup,
-        duration: plan.duration,
-    }
-}
-
 async fn measure(
     setup: &Setup,
     plan: &Plan,
@@ -56,8 +46,6 @@ async fn measure(
         fanouts: 1,
     };
     let upstream = setup.start(upstream_name, topology).await?;
-    let alone = scenarios::unary(ALONE, &load(&upstream, plan), Unary::SendBlocking, None).await;
-    println!("{}", alone.line());
     let bridge = match setup.start_bridge(&upstream.targets[0], bridge_name).await {
         Ok(bridge) => bridge,
         Err(e) => {
@@ -65,8 +53,12 @@ async fn measure(
             return Err(e);
         }
     };
-    let mut through =
-        scenarios::unary(THROUGH, &load(&bridge, plan), Unary::SendBlocking, None).await;
+    let mut turns = taking_turns(&[(ALONE, &upstream), (THROUGH, &bridge)], plan).await;
+    let through_turns = turns.pop().unwrap_or_default();
+    let alone_turns = turns.pop().unwrap_or_default();
+    let alone = median_of(ALONE, &upstream.name, alone_turns);
+    println!("{}", alone.line());
+    let mut through = median_of(THROUGH, &bridge.name, through_turns);
     if alone.rps > 0.0 {
         let of_upstream = through.rps / alone.rps;
         through = through.with("of_upstream", of_upstream);

@@ -193,9 +193,10 @@ fn bridge_section(md: &mut String, results: &[Outcome]) {
     let _ = writeln!(md, "### B8: bridged agents\n");
     let _ = writeln!(
         md,
-        "B1 at c=32 against the upstream alone (on the servers' core), then through a \
+        "B1 at c=32 against the upstream alone (on the servers' core) and through a \
          Switchboard all-in-one whose `bench` agent bridges it (`kind = \"a2a\"`; beside the \
-         load generator, so the upstream keeps its core). *Of upstream*: bridged throughput ÷ \
+         load generator, so the upstream keeps its core), taking turns as the interleaved B1 \
+         does; each figure is the median of its turns. *Of upstream*: bridged throughput ÷ \
          the upstream's own; *added p50*: the latency the bridge adds; *bridge CPU*: the \
          bridging process's CPU per task (the upstream's not counted).\n"
     );

@@ -208,14 +208,24 @@ pub const B1_INTERLEAVED: &str = "B1 c=32 interleaved";
 /// host's speed drifts over minutes (a server measured early and one measured late could
 /// differ by a fifth for that alone); servers taking turns see the same drift.
 pub async fn interleaved(servers: &[Server], plan: &Plan, results: &mut Vec<Outcome>) {
-    let mut rounds: Vec<Vec<Outcome>> = vec![Vec::new(); servers.len()];
+    let entries: Vec<(&str, &Server)> = servers.iter().map(|s| (B1_INTERLEAVED, s)).collect();
+    let rounds = taking_turns(&entries, plan).await;
+    for (server, outcomes) in servers.iter().zip(rounds) {
+        report(median_of(B1_INTERLEAVED, &server.name, outcomes), results);
+    }
+}
+
+/// B1 at c=32 against each of `entries` (a figure's name and its server) in turn, for
+/// the plan's rounds of short turns: each entry's outcomes, in the order given.
+pub(crate) async fn taking_turns(entries: &[(&str, &Server)], plan: &Plan) -> Vec<Vec<Outcome>> {
+    let mut rounds: Vec<Vec<Outcome>> = vec![Vec::new(); entries.len()];
     for round in 1..=plan.interleaved_rounds {
-        for (server, outcomes) in servers.iter().zip(&mut rounds) {
+        for ((name, server), outcomes) in entries.iter().zip(&mut rounds) {
             let turn = Load {
                 duration: plan.interleaved_turn,
                 ..load(server, plan, 32)
             };
-            let outcome = scenarios::unary(B1_INTERLEAVED, &turn, Unary::SendBlocking, None).await;
+            let outcome = scenarios::unary(name, &turn, Unary::SendBlocking, None).await;
             // Not a figure line (`name server=…`): a report made from the log keeps the
             // medians only.
             let shown = outcome.line().replacen(" server=", " on ", 1);
@@ -223,14 +233,12 @@ pub async fn interleaved(servers: &[Server], plan: &Plan, results: &mut Vec<Outc
             outcomes.push(outcome);
         }
     }
-    for (server, outcomes) in servers.iter().zip(rounds) {
-        report(median_of(&server.name, outcomes), results);
-    }
+    rounds
 }
 
-/// One outcome whose figures are the medians of `rounds` (errors summed), with the
-/// spread of its throughput.
-fn median_of(server: &str, rounds: Vec<Outcome>) -> Outcome {
+/// One outcome named `name` whose figures are the medians of `rounds` (errors summed),
+/// with the spread of its throughput.
+pub(crate) fn median_of(name: &str, server: &str, rounds: Vec<Outcome>) -> Outcome {
     if let Some(skipped) = rounds.iter().find(|o| o.skipped.is_some()) {
         return skipped.clone();
     }
@@ -241,7 +249,7 @@ fn median_of(server: &str, rounds: Vec<Outcome>) -> Outcome {
     let of = |key: &str| median(rounds.iter().filter_map(|o| o.get(key)).collect());
     let rps: Vec<f64> = rounds.iter().map(|o| o.rps).collect();
     let mut outcome = Outcome {
-        name: B1_INTERLEAVED.to_owned(),
+        name: name.to_owned(),
         server: server.to_owned(),
         rps: median(rps.clone()).unwrap_or_default(),
         p50_ms: median(rounds.iter().filter_map(|o| o.p50_ms).collect()),
@@ -438,7 +446,7 @@ mod tests {
     #[test]
     fn interleaved_rounds_give_their_medians() {
         let rounds = vec![round(300.0, 9.0), round(100.0, 7.0), round(200.0, 8.0)];
-        let median = super::median_of("s", rounds);
+        let median = super::median_of(super::B1_INTERLEAVED, "s", rounds);
         assert_eq!(
             (median.rps, median.p99_ms, median.errors),
             (200.0, Some(20.0), 3)
@@ -453,7 +461,7 @@ mod tests {
     #[test]
     fn a_skipped_round_skips_the_median() {
         let rounds = vec![round(1.0, 1.0), Outcome::skipped("x", "s", "down")];
-        assert!(super::median_of("s", rounds).skipped.is_some());
+        assert!(super::median_of("x", "s", rounds).skipped.is_some());
     }
     #[test]
     fn reads_redis_benchmark_output() {

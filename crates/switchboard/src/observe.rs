@@ -122,23 +122,17 @@ pub(crate) fn metrics_router(registry: Arc<Registry>) -> axum::Router {
 
 #[cfg(test)]
 mod tests {
-    use sb_protocol::{Message, StreamResponse, TaskStatus, TaskStatusUpdateEvent};
+    use sb_protocol::{Message, StreamResponse};
     use sb_store::{EventJson, LocalBus};
 
     use super::*;
 
     fn event(state: Option<TaskState>) -> StoredEvent {
         let response = match state {
-            Some(state) => StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus {
-                    state,
-                    message: None,
-                    timestamp: None,
-                },
-                metadata: None,
-            }),
+            Some(state) => serde_json::from_value(serde_json::json!({"statusUpdate": {
+                "taskId": "t", "contextId": "c", "status": {"state": state.as_str()},
+            }}))
+            .unwrap(),
             None => StreamResponse::Message(Message::agent_text("an artifact's stand-in")),
         };
         StoredEvent {
