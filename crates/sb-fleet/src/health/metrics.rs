@@ -61,13 +61,15 @@ struct EndedSeries {
     duration: Histogram,
 }
 
-/// The slot of a terminal state in [`SkillSeries::ended`].
-fn slot(state: TaskState) -> usize {
+/// The slot of a terminal state in [`SkillSeries::ended`] (an outcome's state is always
+/// one; any other is counted without a kept handle).
+fn slot(state: TaskState) -> Option<usize> {
     match state {
-        TaskState::Completed => 0,
-        TaskState::Failed => 1,
-        TaskState::Canceled => 2,
-        _ => 3,
+        TaskState::Completed => Some(0),
+        TaskState::Failed => Some(1),
+        TaskState::Canceled => Some(2),
+        TaskState::Rejected => Some(3),
+        _ => None,
     }
 }
 
@@ -117,12 +119,13 @@ impl FleetMetrics {
     /// The series `outcome` is counted in, made in the families the first time.
     fn ended_series(&self, outcome: &Outcome) -> EndedSeries {
         let slot = slot(outcome.state);
-        let known = self
-            .series
-            .read()
-            .get(outcome.agent.as_str())
-            .and_then(|skills| skills.get(outcome.skill.as_str()))
-            .and_then(|series| series.ended[slot].clone());
+        let known = slot.and_then(|slot| {
+            self.series
+                .read()
+                .get(outcome.agent.as_str())
+                .and_then(|skills| skills.get(outcome.skill.as_str()))
+                .and_then(|series| series.ended[slot].clone())
+        });
         if let Some(ended) = known {
             return ended;
         }
@@ -135,10 +138,12 @@ impl FleetMetrics {
             count: self.outcomes.get_or_create(&labels).clone(),
             duration: self.durations.get_or_create(&labels).clone(),
         };
-        let mut series = self.series.write();
-        let skills = series.entry(labels.agent).or_default();
-        let kept = skills.entry(labels.skill).or_default();
-        kept.ended[slot] = Some(ended.clone());
+        if let Some(slot) = slot {
+            let mut series = self.series.write();
+            let skills = series.entry(labels.agent).or_default();
+            let kept = skills.entry(labels.skill).or_default();
+            kept.ended[slot] = Some(ended.clone());
+        }
         ended
     }
 }
@@ -171,6 +176,7 @@ mod tests {
             ("a", "s", TaskState::Failed),
             ("a", "", TaskState::Completed),
             ("b", "s", TaskState::Rejected),
+            ("b", "s", TaskState::Working),
         ];
         for (agent, skill, state) in ends {
             metrics.observe(&outcome(agent, skill, state));
@@ -182,6 +188,7 @@ mod tests {
             (r#"agent="a",skill="s",outcome="failed""#, 1),
             (r#"agent="a",skill="",outcome="completed""#, 1),
             (r#"agent="b",skill="s",outcome="rejected""#, 1),
+            (r#"agent="b",skill="s",outcome="working""#, 1),
         ] {
             let counted = format!("switchboard_fleet_outcomes_total{{{series}}} {count}\n");
             assert!(text.contains(&counted), "{counted} in\n{text}");
@@ -189,6 +196,6 @@ mod tests {
                 format!("switchboard_fleet_task_duration_seconds_count{{{series}}} {count}\n");
             assert!(text.contains(&timed), "{timed} in\n{text}");
         }
-        assert_eq!(text.matches("switchboard_fleet_outcomes_total{").count(), 4);
+        assert_eq!(text.matches("switchboard_fleet_outcomes_total{").count(), 5);
     }
 }
