@@ -82,7 +82,7 @@ impl Transitions for FleetTransitions {
                 .status
                 .timestamp
                 .map(|t| t.timestamp_millis().max(0) as u64);
-            self.outcomes.record(&outcome, ended.unwrap_or_else(now_ms));
+            self.outcomes.record(outcome, ended.unwrap_or_else(now_ms));
         }
         self.waiting.changed(from, record);
     }

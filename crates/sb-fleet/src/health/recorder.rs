@@ -13,7 +13,8 @@ use sb_store::{FleetStore, StoreResult};
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::FleetMetrics;
-use super::tally::{Tally, field_safe};
+use super::skill_names::SkillNames;
+use super::tally::Tally;
 use super::window::{Bucket, Span};
 use crate::outcome::Outcome;
 
@@ -26,6 +27,7 @@ type Tallies = BTreeMap<(String, String), Tally>;
 pub struct OutcomeRecorder {
     pending: Mutex<BTreeMap<Bucket, Tallies>>,
     metrics: FleetMetrics,
+    skills: SkillNames,
 }
 
 impl OutcomeRecorder {
@@ -33,21 +35,26 @@ impl OutcomeRecorder {
         OutcomeRecorder {
             pending: Mutex::default(),
             metrics,
+            skills: SkillNames::default(),
         }
     }
 
-    /// Counts `outcome`, which ended at `at_ms`.
-    pub fn record(&self, outcome: &Outcome, at_ms: u64) {
-        self.metrics.observe(outcome);
-        let pair = (outcome.agent.clone(), field_safe(&outcome.skill));
+    /// Counts `outcome`, which ended at `at_ms`, under the skill name
+    /// [`SkillNames`] gives it.
+    pub fn record(&self, mut outcome: Outcome, at_ms: u64) {
+        if let Some(counted_as) = self.skills.rename(&outcome.agent, &outcome.skill) {
+            outcome.skill = counted_as;
+        }
+        self.metrics.observe(&outcome);
+        let pair = (outcome.agent.clone(), outcome.skill.clone());
         let mut pending = self.pending.lock();
         for span in Span::ALL {
             let tallies = pending.entry(span.bucket(at_ms)).or_default();
             // Looked up before inserting: the pair is nearly always there already, and
             // this runs on the commit path of every task.
             match tallies.get_mut(&pair) {
-                Some(tally) => tally.add(outcome),
-                None => tallies.entry(pair.clone()).or_default().add(outcome),
+                Some(tally) => tally.add(&outcome),
+                None => tallies.entry(pair.clone()).or_default().add(&outcome),
             }
         }
     }
@@ -152,14 +159,48 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn skills_past_an_agents_limit_are_counted_together_in_metrics_and_buckets() {
+        use prometheus_client::encoding::text::encode;
+        use prometheus_client::registry::Registry;
+
+        use crate::health::skill_names::{MAX_SKILLS_PER_AGENT, OTHER_SKILLS};
+
+        let store = MemoryStore::new();
+        let metrics = FleetMetrics::default();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let recorder = OutcomeRecorder::new(metrics);
+        let now = chrono::Utc::now().timestamp_millis() as u64;
+        let extra = 10;
+        for n in 0..MAX_SKILLS_PER_AGENT + extra {
+            let mut made_up = outcome("a", TaskState::Completed);
+            made_up.skill = format!("made-up-{n}");
+            recorder.record(made_up, now);
+        }
+        recorder.flush(&store).await.unwrap();
+        let tallies = read(&store, Window::LastHour, now).await;
+        assert_eq!(tallies.len(), MAX_SKILLS_PER_AGENT + 1);
+        let other = &tallies[&("a".to_owned(), OTHER_SKILLS.to_owned())];
+        assert_eq!(other.of_state(TaskState::Completed), extra as u64);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let series = text.matches("switchboard_fleet_outcomes_total{").count();
+        assert_eq!(series, MAX_SKILLS_PER_AGENT + 1);
+        let lumped = format!(
+            "switchboard_fleet_outcomes_total{{agent=\"a\",skill=\"{OTHER_SKILLS}\",outcome=\"completed\"}} {extra}\n"
+        );
+        assert!(text.contains(&lumped), "{lumped} in\n{text}");
+    }
+
+    #[tokio::test]
     async fn two_recorders_sum_into_the_same_buckets() {
         let store = MemoryStore::new();
         let now = chrono::Utc::now().timestamp_millis() as u64;
         let (one, two) = (OutcomeRecorder::default(), OutcomeRecorder::default());
-        one.record(&outcome("a", TaskState::Completed), now);
-        one.record(&outcome("a", TaskState::Failed), now);
-        two.record(&outcome("a", TaskState::Completed), now);
-        two.record(&outcome("b", TaskState::Rejected), now - 30 * 60_000);
+        one.record(outcome("a", TaskState::Completed), now);
+        one.record(outcome("a", TaskState::Failed), now);
+        two.record(outcome("a", TaskState::Completed), now);
+        two.record(outcome("b", TaskState::Rejected), now - 30 * 60_000);
         one.flush(&store).await.unwrap();
         two.flush(&store).await.unwrap();
         one.flush(&store).await.unwrap();
@@ -174,7 +215,7 @@ mod tests {
         }
         let long_ago = now - 2 * 3_600_000;
         let old = OutcomeRecorder::default();
-        old.record(&outcome("c", TaskState::Completed), long_ago);
+        old.record(outcome("c", TaskState::Completed), long_ago);
         old.flush(&store).await.unwrap();
         assert!(
             !read(&store, Window::LastHour, now)

@@ -215,12 +215,6 @@ impl Tally {
     }
 }
 
-/// `text` fit for a counter field: no separators or other control characters, at most
-/// 100 characters (a skill name from a caller's metadata).
-pub fn field_safe(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(100).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
