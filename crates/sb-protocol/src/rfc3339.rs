@@ -3,7 +3,7 @@
 //! for each (or goes through `core::fmt`). The text is chrono's, byte for byte (the
 //! tests compare them); chrono still does the calendar.
 
-use chrono::{DateTime, Datelike, Timelike, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Timelike, Utc};
 
 /// How many fractional digits the text has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +13,24 @@ pub enum Fraction {
     /// None, three, six or nine, the fewest that hold the time exactly:
     /// `SecondsFormat::AutoSi` (chrono's serde form).
     AutoSi,
+}
+
+impl Fraction {
+    fn seconds_format(self) -> SecondsFormat {
+        match self {
+            Fraction::Millis => SecondsFormat::Millis,
+            Fraction::AutoSi => SecondsFormat::AutoSi,
+        }
+    }
+}
+
+/// `ts` as RFC 3339 text with a `Z`, handed to `with`: written on the stack, or by
+/// chrono for a year that does not fit four digits.
+pub fn with_text<R>(ts: &DateTime<Utc>, fraction: Fraction, with: impl FnOnce(&str) -> R) -> R {
+    match Rfc3339::of(ts, fraction) {
+        Some(text) => with(text.as_str()),
+        None => with(&ts.to_rfc3339_opts(fraction.seconds_format(), true)),
+    }
 }
 
 /// The text, at most `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
@@ -81,7 +99,7 @@ impl Rfc3339 {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{NaiveDate, SecondsFormat, TimeZone};
+    use chrono::{NaiveDate, TimeZone};
 
     use super::*;
 
@@ -133,7 +151,24 @@ mod tests {
     fn a_year_past_four_digits_is_left_to_chrono() {
         let far = Utc.with_ymd_and_hms(10000, 1, 1, 0, 0, 0).unwrap();
         assert!(Rfc3339::of(&far, Fraction::Millis).is_none());
-        let before = Utc.with_ymd_and_hms(-1, 1, 1, 0, 0, 0).unwrap();
+        let before =
+            Utc.with_ymd_and_hms(-1, 1, 1, 0, 0, 0).unwrap() + chrono::Duration::milliseconds(5);
         assert!(Rfc3339::of(&before, Fraction::AutoSi).is_none());
+        for ts in [far, before] {
+            let millis = with_text(&ts, Fraction::Millis, str::to_owned);
+            assert_eq!(millis, ts.to_rfc3339_opts(SecondsFormat::Millis, true));
+            let auto_si = with_text(&ts, Fraction::AutoSi, |text| format!("\"{text}\""));
+            assert_eq!(auto_si, serde_json::to_string(&ts).unwrap());
+        }
+    }
+
+    #[test]
+    fn with_text_hands_over_the_stack_text() {
+        for ts in times() {
+            for fraction in [Fraction::Millis, Fraction::AutoSi] {
+                let text = with_text(&ts, fraction, str::to_owned);
+                assert_eq!(text, ts.to_rfc3339_opts(fraction.seconds_format(), true));
+            }
+        }
     }
 }

@@ -3,10 +3,12 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serializer};
 use serde_json::Value;
+
+use crate::rfc3339::{self, Fraction};
 
 /// Reads an optional int32 given as a JSON number or a numeric string (ProtoJSON).
 pub(crate) fn opt_i32<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i32>, D::Error> {
@@ -58,7 +60,7 @@ pub fn json_kind(value: &Value) -> &'static str {
 
 /// Formats a timestamp the way the spec recommends: UTC, `Z`, millisecond precision.
 pub fn format_timestamp(ts: &DateTime<Utc>) -> String {
-    ts.to_rfc3339_opts(SecondsFormat::Millis, true)
+    rfc3339::with_text(ts, Fraction::Millis, str::to_owned)
 }
 
 /// Parses an RFC 3339 timestamp with any number of fractional digits.
@@ -70,17 +72,13 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
 
 pub(crate) mod opt_timestamp {
     use super::*;
-    use crate::rfc3339::{Fraction, Rfc3339};
 
     pub(crate) fn serialize<S: Serializer>(
         ts: &Option<DateTime<Utc>>,
         ser: S,
     ) -> Result<S::Ok, S::Error> {
         match ts {
-            Some(ts) => match Rfc3339::of(ts, Fraction::Millis) {
-                Some(text) => ser.serialize_str(text.as_str()),
-                None => ser.serialize_str(&format_timestamp(ts)),
-            },
+            Some(ts) => rfc3339::with_text(ts, Fraction::Millis, |text| ser.serialize_str(text)),
             None => ser.serialize_none(),
         }
     }

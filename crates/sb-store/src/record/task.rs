@@ -2,7 +2,7 @@
 //! stores' compare-and-set and indexes need of it, and a conditional write of it.
 
 use chrono::{DateTime, Utc};
-use sb_protocol::rfc3339::{Fraction, Rfc3339};
+use sb_protocol::rfc3339::{self, Fraction};
 use sb_protocol::{Task, TaskState};
 use serde::{Deserialize, Serialize};
 
@@ -89,14 +89,12 @@ impl TaskRecord {
         out.extend_from_slice(b",\"owner\":");
         serde_json::to_writer(&mut out, &self.owner)?;
         out.extend_from_slice(b",\"created_at\":");
-        match Rfc3339::of(&self.created_at, Fraction::AutoSi) {
-            Some(text) => {
-                out.push(b'"');
-                out.extend_from_slice(text.as_str().as_bytes());
-                out.push(b'"');
-            }
-            None => serde_json::to_writer(&mut out, &self.created_at)?,
-        }
+        // chrono's serde form, which is its AutoSi text.
+        rfc3339::with_text(&self.created_at, Fraction::AutoSi, |text| {
+            out.push(b'"');
+            out.extend_from_slice(text.as_bytes());
+            out.push(b'"');
+        });
         out.push(b'}');
         Ok(out)
     }
