@@ -25,7 +25,14 @@ const SKILL_CHARS: usize = 100;
 /// different order, and their sums stay right because every outcome is counted once.
 #[derive(Debug, Default)]
 pub struct SkillNames {
-    by_agent: RwLock<IdMap<String, HashSet<String>>>,
+    by_agent: RwLock<IdMap<String, AgentSkills>>,
+}
+
+#[derive(Debug, Default)]
+struct AgentSkills {
+    names: HashSet<String>,
+    /// Whether a name has been counted as [`OTHER_SKILLS`] (and the log told).
+    overflowed: bool,
 }
 
 impl SkillNames {
@@ -39,30 +46,32 @@ impl SkillNames {
         if name.is_empty() {
             return safe;
         }
-        if let Some(names) = self.by_agent.read().get(agent) {
-            if names.contains(name) {
+        if let Some(skills) = self.by_agent.read().get(agent) {
+            if skills.names.contains(name) {
                 return safe;
             }
-            if names.len() >= MAX_SKILLS_PER_AGENT {
+            if skills.overflowed {
                 return Some(OTHER_SKILLS.to_owned());
             }
         }
         let mut by_agent = self.by_agent.write();
-        let names = by_agent.entry(agent.to_owned()).or_default();
-        if names.len() >= MAX_SKILLS_PER_AGENT && !names.contains(name) {
-            if names.len() == MAX_SKILLS_PER_AGENT {
-                // Logged once per agent: the place past the last marks it as said.
-                names.insert(OTHER_SKILLS.to_owned());
-                tracing::warn!(
-                    agent,
-                    limit = MAX_SKILLS_PER_AGENT,
-                    "an agent was asked for more distinct skills than fleet health counts by name; further ones are counted as \"{OTHER_SKILLS}\""
-                );
-            }
-            return Some(OTHER_SKILLS.to_owned());
+        let skills = by_agent.entry(agent.to_owned()).or_default();
+        if skills.names.contains(name) {
+            return safe;
         }
-        names.insert(name.to_owned());
-        safe
+        if skills.names.len() < MAX_SKILLS_PER_AGENT {
+            skills.names.insert(name.to_owned());
+            return safe;
+        }
+        if !skills.overflowed {
+            skills.overflowed = true;
+            tracing::warn!(
+                agent,
+                limit = MAX_SKILLS_PER_AGENT,
+                "an agent was asked for more distinct skills than fleet health counts by name; further ones are counted as \"{OTHER_SKILLS}\""
+            );
+        }
+        Some(OTHER_SKILLS.to_owned())
     }
 }
 
@@ -93,6 +102,12 @@ mod tests {
             Some(OTHER_SKILLS)
         );
         assert_eq!(names.rename("a", "another").as_deref(), Some(OTHER_SKILLS));
+        let overflowed = names
+            .by_agent
+            .read()
+            .get("a")
+            .map(|skills| skills.overflowed);
+        assert_eq!(overflowed, Some(true));
         // The names already counted, "no skill", and other agents keep their own.
         assert_eq!(names.rename("a", "skill-0"), None);
         assert_eq!(
@@ -113,7 +128,12 @@ mod tests {
         let long = "é".repeat(150);
         assert_eq!(names.rename("a", &long), Some("é".repeat(100)));
         // Both count as names once made fit: the agent has two places taken.
-        assert_eq!(names.by_agent.read().get("a").map(HashSet::len), Some(2));
+        let taken = names
+            .by_agent
+            .read()
+            .get("a")
+            .map(|skills| skills.names.len());
+        assert_eq!(taken, Some(2));
         assert_eq!(names.rename("a", "\u{7}").as_deref(), Some(""));
     }
 }
