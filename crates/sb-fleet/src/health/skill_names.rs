@@ -5,10 +5,8 @@
 //! under [`OTHER_SKILLS`], so a client sending a fresh name with every task cannot grow
 //! the metrics or the store without bound.
 
-use std::collections::HashSet;
-
 use parking_lot::RwLock;
-use sb_store::IdMap;
+use sb_store::{IdMap, IdSet};
 
 /// Distinct skill names counted as themselves per agent (the empty name, "no skill",
 /// is always counted and takes no place). Agents declare a handful of skills; this
@@ -30,7 +28,7 @@ pub struct SkillNames {
 
 #[derive(Debug, Default)]
 struct AgentSkills {
-    names: HashSet<String>,
+    names: IdSet<String>,
     /// Whether a name has been counted as [`OTHER_SKILLS`] (and the log told).
     overflowed: bool,
 }
