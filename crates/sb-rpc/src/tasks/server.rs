@@ -263,17 +263,18 @@ impl pb::task_state_server::TaskState for TaskStateServer {
                 let created = record_pb(&record);
                 return Ok(self.progress(scope, record.task.id, Some(created), turn));
             }
-            let tasks = self.tasks.clone();
             // Only the id is kept while the turn runs: the answer is read anew at its end.
             let task_id = record.task.id;
-            let settled = async move {
-                let record = sb_agent::task_after_turn(&*tasks, &scope, &task_id, turn, wait).await;
-                Ok(pb::TurnProgress {
-                    over: true,
-                    record: record.ok().map(|r| record_pb(&r)),
-                })
+            // Waited for here, before the response begins: its headers, its one message
+            // and its trailers then leave in one write, and the caller wakes once, where
+            // a stream begun at once sends the headers now and the rest at the end.
+            let settled =
+                sb_agent::task_after_turn(&*self.tasks, &scope, &task_id, turn, wait).await;
+            let over = pb::TurnProgress {
+                over: true,
+                record: settled.ok().map(|r| record_pb(&r)),
             };
-            Ok(futures::stream::once(settled).boxed())
+            Ok(futures::stream::once(futures::future::ready(Ok(over))).boxed())
         }
         .await;
         reply(result)

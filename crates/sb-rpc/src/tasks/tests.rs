@@ -121,6 +121,28 @@ async fn a_waiting_start_answers_when_the_wait_runs_out() {
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
 
+/// A waiting start's response begins once the turn is over, so its headers, its one
+/// message and its trailers leave together and the caller wakes once for them.
+#[tokio::test]
+async fn a_waiting_starts_response_begins_with_the_turns_end() {
+    let (client, _tasks) = serve(100).await;
+    let mut request = super::client::create_request(&ask("bench", "hold"));
+    request.wait_ms = 400;
+    let started = std::time::Instant::now();
+    let response = client.raw().start(request).await.unwrap();
+    let headers_after = started.elapsed();
+    assert!(
+        headers_after >= Duration::from_millis(400),
+        "the response began before the wait was over: after {headers_after:?}"
+    );
+    let messages: Vec<_> = response.into_inner().collect().await;
+    let [Ok(crate::pb::TurnProgress { over: true, record })] = &messages[..] else {
+        panic!("one message, the turn's end: {messages:?}");
+    };
+    let held = super::record_from(record.clone()).unwrap();
+    assert_eq!(held.state(), TaskState::Working);
+}
+
 /// A follow-up turn (Assign) ends the same way.
 #[tokio::test]
 async fn assign_ends_with_the_task_as_the_turn_left_it() {
