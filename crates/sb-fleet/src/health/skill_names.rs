@@ -76,7 +76,9 @@ impl SkillNames {
 /// `text` fit for a counter field when it is not already: no control characters (the
 /// field separator is one), at most [`SKILL_CHARS`] characters.
 fn field_safe(text: &str) -> Option<String> {
-    let fits = text.len() <= SKILL_CHARS && !text.chars().any(char::is_control);
+    // Bytes bound characters from above: counted only for a long name.
+    let short = text.len() <= SKILL_CHARS || text.chars().count() <= SKILL_CHARS;
+    let fits = short && !text.chars().any(char::is_control);
     (!fits).then(|| {
         text.chars()
             .filter(|c| !c.is_control())
@@ -125,6 +127,8 @@ mod tests {
         );
         let long = "é".repeat(150);
         assert_eq!(names.rename("a", &long), Some("é".repeat(100)));
+        // 100 characters in 200 bytes fit as they are.
+        assert_eq!(names.rename("a", &"é".repeat(100)), None);
         // Both count as names once made fit: the agent has two places taken.
         let taken = names
             .by_agent
