@@ -149,6 +149,12 @@ impl CatalogFeed {
         self.0.clone()
     }
 
+    /// A catalog that never changes.
+    #[cfg(test)]
+    pub(crate) fn fixed(catalog: Catalog) -> CatalogFeed {
+        CatalogFeed(watch::channel(Arc::new(catalog)).1)
+    }
+
     /// The registry of this process, followed until `stop`.
     pub fn following(registry: &LiveRegistry, stop: CancellationToken) -> CatalogFeed {
         let mut fleet = registry.follow();

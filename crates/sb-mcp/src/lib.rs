@@ -26,11 +26,13 @@
 //!   client's retry with the answer.
 //! - [`tasks`]: MCP tasks standing for A2A tasks (ids, states, `tasks/*`).
 //! - [`server`]: [`FleetTools`], the MCP server handler, and the two transports.
+//! - [`refusals`]: request bodies `/mcp` cannot read, answered as JSON-RPC errors.
 
 pub mod answer;
 pub mod call;
 pub mod catalog;
 pub mod question;
+pub mod refusals;
 pub mod rounds;
 pub mod server;
 pub mod tasks;

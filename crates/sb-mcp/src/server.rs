@@ -34,6 +34,7 @@ use crate::answer::{task_answer, tool_result};
 use crate::call::{Ask, Caller, Outcome, Refusal, Session, call, transport_to};
 use crate::catalog::{AgentTool, CatalogFeed, tool_name};
 use crate::question::Reply;
+use crate::refusals::{MAX_REQUEST_BYTES, as_json_rpc_errors};
 use crate::rounds;
 use crate::tasks::TaskHandle;
 
@@ -297,21 +298,26 @@ pub async fn serve_stdio(tools: FleetTools) -> Result<(), String> {
         .map_err(|e| format!("the MCP session ended: {e}"))
 }
 
-/// The streamable HTTP endpoint (a tower service to nest at `/mcp`): a session per
-/// client, each call with its request's credentials; `allowed_hosts` are the
-/// `Host` values it answers (the public URL's, besides loopback).
+/// The streamable HTTP endpoint (a router to nest at `/mcp`): a session per client,
+/// each call with its request's credentials; `allowed_hosts` are the `Host` values it
+/// answers (the public URL's, besides loopback). A body it cannot read is answered as
+/// a JSON-RPC error ([`crate::refusals`]).
 pub fn http_service(
     feed: CatalogFeed,
     caller: Caller,
     allowed_hosts: Vec<String>,
     stop: CancellationToken,
-) -> StreamableHttpService<FleetTools, LocalSessionManager> {
+) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = stop;
     config.allowed_hosts.extend(allowed_hosts);
-    StreamableHttpService::new(
+    config.max_request_body_bytes = MAX_REQUEST_BYTES;
+    let service = StreamableHttpService::new(
         move || Ok(FleetTools::new(feed.clone(), caller.clone(), true)),
         Arc::new(LocalSessionManager::default()),
         config,
-    )
+    );
+    axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn(as_json_rpc_errors))
 }
