@@ -9,20 +9,18 @@
 //! that rmcp refuses for other reasons pass through unchanged: a wrong Content-Type is
 //! still 415, a missing session 400 or 404.
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, Method, StatusCode};
+use sb_protocol::{ErrorKind, media_type_essence};
 use serde::de::IgnoredAny;
 use serde_json::json;
 
 /// The largest request body `/mcp` reads; rmcp is given the same limit.
 pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
-
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
 
 /// Middleware in front of rmcp's service. It keeps a POST's JSON body so that a refusal
 /// can say what is wrong with it.
@@ -33,8 +31,7 @@ pub async fn as_json_rpc_errors(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await else {
         return refusal(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            INVALID_REQUEST,
+            ErrorKind::PayloadTooLarge,
             format!(
                 "the request body could not be read whole, or is over {MAX_REQUEST_BYTES} bytes"
             ),
@@ -50,13 +47,11 @@ pub async fn as_json_rpc_errors(request: Request, next: Next) -> Response {
     let detail = reason_of(response).await;
     match serde_json::from_slice::<IgnoredAny>(&bytes) {
         Err(e) => refusal(
-            StatusCode::BAD_REQUEST,
-            PARSE_ERROR,
+            ErrorKind::ParseError,
             format!("the request body is not JSON: {e}"),
         ),
         Ok(_) => refusal(
-            StatusCode::BAD_REQUEST,
-            INVALID_REQUEST,
+            ErrorKind::InvalidRequest,
             format!(
                 "the request body is JSON but not a JSON-RPC 2.0 request, notification or response ({detail})"
             ),
@@ -68,8 +63,7 @@ fn declares_json(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(|value| media_type_essence(value) == "application/json")
 }
 
 /// rmcp's own text, kept as the detail: it names the field or shape it missed.
@@ -84,14 +78,18 @@ async fn reason_of(response: Response) -> String {
         .to_owned()
 }
 
-fn refusal(status: StatusCode, code: i64, message: String) -> Response {
+/// A JSON-RPC error with no id, its code and HTTP status those of `kind` in A2A's table
+/// (the same JSON-RPC codes).
+fn refusal(kind: ErrorKind, message: String) -> Response {
+    let status = StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let code = kind.jsonrpc_code();
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
-    let mut response = (status, Bytes::from(body.to_string())).into_response();
-    response.headers_mut().insert(
-        CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
+    (
+        status,
+        [(CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
